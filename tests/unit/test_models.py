@@ -1,0 +1,91 @@
+import pytest
+import torch
+
+from vizcore import models
+from vizcore.errors import VizError
+from vizcore.models import DEFAULT_MODEL, available_models, load_model, pick_device
+
+
+def test_tiny_bert_loads_frozen_in_eval_mode_with_eager_attention(tiny_bert_dir):
+    loaded = load_model(str(tiny_bert_dir), device="cpu")
+    assert loaded.model.training is False
+    assert not any(p.requires_grad for p in loaded.model.parameters())
+    assert loaded.model.config._attn_implementation == "eager"
+    assert (loaded.num_layers, loaded.num_heads, loaded.max_length) == (2, 4, 64)
+    assert loaded.is_decoder is False
+
+
+def test_gpt2_like_model_is_recognised_as_decoder(tiny_model_dir):
+    assert load_model(str(tiny_model_dir("gpt2")), device="cpu").is_decoder is True
+
+
+def test_distilbert_config_names_are_read(tiny_model_dir):
+    loaded = load_model(str(tiny_model_dir("distilbert")), device="cpu")
+    assert (loaded.num_layers, loaded.num_heads) == (2, 4)
+
+
+def test_mlm_head_loads_from_a_folder_that_has_one(tiny_bert_dir):
+    loaded = load_model(str(tiny_bert_dir), device="cpu", head="mlm")
+    assert type(loaded.model).__name__ == "BertForMaskedLM"
+
+
+def test_embedded_default_is_a_real_six_layer_encoder():
+    loaded = load_model(DEFAULT_MODEL, device="cpu")
+    assert (loaded.num_layers, loaded.num_heads, loaded.max_length) == (6, 12, 512)
+    assert loaded.tokenizer.vocab_size == 30522
+
+
+def test_embedded_encoder_has_no_mlm_head_and_says_so():
+    with pytest.raises(VizError, match="no trained masked-LM head"):
+        load_model(DEFAULT_MODEL, device="cpu", head="mlm")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "No model given"),
+        ("/no/such/folder", "does not exist"),
+        ("bad id with spaces", "neither a built-in model"),
+    ],
+)
+def test_bad_model_names_get_clear_messages(name, message):
+    with pytest.raises(VizError, match=message):
+        load_model(name, device="cpu")
+
+
+def test_folder_without_config_and_file_path_are_refused(tmp_path):
+    with pytest.raises(VizError, match="no config.json"):
+        load_model(str(tmp_path), device="cpu")
+    file = tmp_path / "weights.bin"
+    file.write_bytes(b"x")
+    with pytest.raises(VizError, match="is a file"):
+        load_model(str(file), device="cpu")
+
+
+def test_unreachable_hub_fails_at_once_with_offline_advice(monkeypatch):
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=3.0: False)
+    with pytest.raises(VizError, match="HF_HUB_OFFLINE=1"):
+        load_model("some-user/model-that-is-not-cached", device="cpu")
+
+
+def test_hf_hub_offline_is_respected_without_touching_the_network(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(models, "hub_reachable", lambda timeout=3.0: pytest.fail("network was probed"))
+    with pytest.raises(VizError, match="local model folder"):
+        load_model("bert-base-uncased-not-cached", device="cpu")
+
+
+def test_device_choice():
+    assert pick_device("cpu") == torch.device("cpu")
+    assert pick_device("auto").type in {"cpu", "cuda", "mps"}
+    with pytest.raises(VizError, match="Unknown device"):
+        pick_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(VizError, match="not available"):
+            pick_device("cuda")
+
+
+def test_model_list_puts_the_offline_default_first():
+    rows = available_models()
+    assert rows[0]["name"] == DEFAULT_MODEL and rows[0]["offline"] is True
+    assert {"bert-base-uncased", "gpt2"} <= {r["name"] for r in rows if not r["offline"]}
