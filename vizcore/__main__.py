@@ -1,0 +1,5 @@
+import sys
+
+from vizcore.cli import main
+
+sys.exit(main())
