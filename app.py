@@ -1,0 +1,15 @@
+"""Entry point: page config, navigation and the shared sidebar (model, device, sentence)."""
+
+import streamlit as st
+
+from ui.state import sidebar
+
+st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
+]
+
+sidebar()
+navigation = st.navigation(PAGES)
+navigation.run()

@@ -1,0 +1,46 @@
+"""Home: what the app is, example sentences, and the attention heatmap of the current sentence."""
+
+import streamlit as st
+
+from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
+from vizcore.figures import attention_heatmap
+
+EXAMPLES = [
+    ("The animal didn't cross the street because it was too tired.", ""),
+    ("The animal didn't cross the street because it was too wide.", ""),
+    ("The cat sat on the mat.", ""),
+    ("The cat that the dog chased was brown.", ""),
+    ("The cat sat on the mat.", "The dog lay on the rug."),
+]
+
+st.title("See inside BERT-style Transformers")
+st.markdown(
+    "Type a sentence in the sidebar (or pick an example) and watch where each word looks. "
+    "Every number here is the model's own: a real pretrained encoder runs on your machine, offline."
+)
+
+st.subheader("Example sentences")
+columns = st.columns(2)
+for i, (text, pair) in enumerate(EXAMPLES):
+    label = f"{text}  ⟷  {pair}" if pair else text
+    columns[i % 2].button(label, key=f"home.example{i}", on_click=set_sentence, args=(text, pair),
+                          width="stretch")
+
+sel = selection()
+result = attention_or_stop(sel)
+warn_if_truncated(result)
+
+st.subheader("Attention of one head")
+left, right = st.columns(2)
+layer = left.slider("Layer", 1, result.num_layers, min(3, result.num_layers), key="home.layer")
+head = right.slider("Head", 1, result.num_heads, 1, key="home.head")
+figure = attention_heatmap(
+    result.attention[layer - 1, head - 1],
+    result.tokens,
+    title=f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens",
+)
+st.plotly_chart(figure, key="home.heatmap", config={"displaylogo": False})
+st.caption(
+    "Each row is a query token and shows how it spreads its attention (the row sums to 1) over the "
+    "key tokens in the columns. Hover a cell for the exact weight. Layers and heads count from 1."
+)

@@ -1,0 +1,55 @@
+"""AppTest helpers shared by every page's tests."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TIMEOUT = 180  # the first run loads a model; 2 shared cores can be slow
+
+
+@pytest.fixture
+def new_app():
+    """``new_app(page=None, **query_params)`` -> an AppTest of app.py (not run yet), optionally on a page."""
+
+    def make(page: str | None = None, **query_params: str) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        for name, value in query_params.items():
+            at.query_params[name] = value
+        if page:
+            at.switch_page(page)
+        return at
+
+    return make
+
+
+def decode_plotly(value):
+    """Plotly sends numpy arrays as ``{"dtype", "bdata", "shape"}``; turn those back into arrays."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(n) for n in str(value.get("shape", len(array))).split(",")]
+        return array.reshape(shape)
+    return np.asarray(value)
+
+
+def plotly_traces(at, index: int = 0) -> list[dict]:
+    """The traces of the ``index``-th plotly chart on the page, as plain dicts."""
+    import json
+
+    return json.loads(at.get("plotly_chart")[index].proto.spec)["data"]
+
+
+def set_shared(at: AppTest, **values: str) -> AppTest:
+    """Set shared sidebar values (text, pair, model_choice, model_other, device) and rerun.
+
+    AppTest drops sidebar widgets from its element tree after the first rerun of an app that uses
+    st.navigation (the real browser keeps them), so tests set the sidebar through session state.
+    """
+    for name, value in values.items():
+        at.session_state[f"shared.{name}"] = value
+    return at.run()

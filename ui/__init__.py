@@ -1,0 +1,1 @@
+"""Streamlit-only helpers: cached wrappers around vizcore, the shared sidebar, session keys."""

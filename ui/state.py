@@ -1,0 +1,126 @@
+"""Streamlit side of the shared state: cached model/attention wrappers and the shared sidebar.
+
+The sidebar is drawn by ``app.py`` on every run, so its widgets (model, device, sentence, pair)
+keep their values across pages. Pages read them through ``selection()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from vizcore.attention import AttentionResult, extract_attention
+from vizcore.errors import VizError
+from vizcore.models import (
+    BUILTIN_MODELS,
+    DEFAULT_MODEL,
+    SUGGESTED_HUB_MODELS,
+    LoadedModel,
+    available_devices,
+    load_model,
+)
+
+DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+OTHER_MODEL = "Other: hub id or local folder…"
+KEY_MODEL_CHOICE = "shared.model_choice"
+KEY_MODEL_OTHER = "shared.model_other"
+KEY_DEVICE = "shared.device"
+KEY_TEXT = "shared.text"
+KEY_PAIR = "shared.pair"
+
+
+@dataclass(frozen=True)
+class Selection:
+    model: str
+    device: str
+    text: str
+    pair: str | None
+
+
+@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
+def get_model(name: str, device: str = "auto", head: str = "base") -> LoadedModel:
+    """One loaded model per (name, device, head) for the whole server. Read-only: never train it."""
+    return load_model(name, device=device, head=head)
+
+
+@st.cache_data(show_spinner="Computing attention…", max_entries=16)
+def get_attention(name: str, device: str, text: str, pair: str | None) -> AttentionResult:
+    return extract_attention(get_model(name, device), text, pair)
+
+
+def _init_from_query_params() -> None:
+    """A shared link (``?text=...&pair=...&model=...``) sets the sidebar once, on the first run."""
+    if "shared.initialised" in st.session_state:
+        return
+    st.session_state["shared.initialised"] = True
+    params = st.query_params
+    st.session_state[KEY_TEXT] = params.get("text", DEFAULT_TEXT)
+    st.session_state[KEY_PAIR] = params.get("pair", "")
+    model = params.get("model", DEFAULT_MODEL)
+    if model in model_choices():
+        st.session_state[KEY_MODEL_CHOICE] = model
+    else:
+        st.session_state[KEY_MODEL_CHOICE] = OTHER_MODEL
+        st.session_state[KEY_MODEL_OTHER] = model
+
+
+def model_choices() -> list[str]:
+    return [*BUILTIN_MODELS, *SUGGESTED_HUB_MODELS, OTHER_MODEL]
+
+
+def set_sentence(text: str, pair: str = "") -> None:
+    """Callback for example buttons: runs before the widgets are drawn, so it may set their values."""
+    st.session_state[KEY_TEXT] = text
+    st.session_state[KEY_PAIR] = pair
+
+
+def sidebar() -> Selection:
+    """Draw the shared controls (call once per run, from app.py) and return what they say."""
+    _init_from_query_params()
+    with st.sidebar:
+        st.header("Model and sentence")
+        choice = st.selectbox("Model", model_choices(), key=KEY_MODEL_CHOICE,
+                              help="Built-in models work offline; hub ids need internet or a local cache.")
+        if choice == OTHER_MODEL:
+            st.text_input("Hub id or local folder", key=KEY_MODEL_OTHER, placeholder="bert-base-uncased")
+        st.selectbox("Device", available_devices(), key=KEY_DEVICE,
+                     help="auto = CUDA GPU if present, else Apple MPS, else CPU")
+        st.text_area("Sentence", key=KEY_TEXT, height=110)
+        st.text_input("Second sentence (optional, makes a pair)", key=KEY_PAIR)
+    return selection()
+
+
+def selection() -> Selection:
+    """The shared choices, with defaults when the sidebar was not drawn (e.g. a page tested alone)."""
+    state = st.session_state
+    choice = state.get(KEY_MODEL_CHOICE, DEFAULT_MODEL)
+    model = (state.get(KEY_MODEL_OTHER) or "").strip() if choice == OTHER_MODEL else choice
+    pair = (state.get(KEY_PAIR) or "").strip() or None
+    return Selection(model=model, device=state.get(KEY_DEVICE, "auto"),
+                     text=state.get(KEY_TEXT, DEFAULT_TEXT), pair=pair)
+
+
+def model_or_stop(sel: Selection, head: str = "base") -> LoadedModel:
+    """The selected model, or a clear error on the page (the sentence and choices stay as they are)."""
+    try:
+        return get_model(sel.model, sel.device, head)
+    except VizError as error:
+        st.error(str(error))
+        st.stop()
+
+
+def attention_or_stop(sel: Selection) -> AttentionResult:
+    try:
+        return get_attention(sel.model, sel.device, sel.text, sel.pair)
+    except VizError as error:
+        st.error(str(error))
+        st.stop()
+
+
+def warn_if_truncated(result: AttentionResult) -> None:
+    if result.truncated:
+        st.warning(
+            f"The input has {result.num_input_tokens:,} tokens; this model reads at most "
+            f"{len(result.tokens):,}, so only the first {len(result.tokens):,} are shown."
+        )
