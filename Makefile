@@ -1,0 +1,52 @@
+# Two commands do everything on a fresh machine:
+#   make run   - create .venv, install the app, start it on http://localhost:8501 (embedded model, offline)
+#   make test  - the same venv plus test tools and Debian Chromium, then unit, AppTest and browser tests
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test test-unit test-app test-e2e bench setup chromium clean
+
+$(VENV)/.app-installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	touch $@
+
+$(VENV)/.test-installed: requirements-test.txt $(VENV)/.app-installed
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements-test.txt
+	touch $@
+
+setup: $(VENV)/.app-installed
+
+run: $(VENV)/.app-installed
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.address localhost
+
+# Playwright drives the Debian browser; its own browser download is never used (it cannot work offline).
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "Installing Debian chromium for the browser tests..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
+	else \
+		echo "Chromium is missing: run 'sudo apt-get install chromium' (or set CHROMIUM=/path/to/chrome), then 'make test' again."; exit 1; \
+	fi
+
+test: $(VENV)/.test-installed chromium
+	$(PY) -m pytest tests
+
+test-unit: $(VENV)/.test-installed
+	$(PY) -m pytest tests/unit
+
+test-app: $(VENV)/.test-installed
+	$(PY) -m pytest tests/app
+
+test-e2e: $(VENV)/.test-installed chromium
+	$(PY) -m pytest tests/e2e
+
+bench: $(VENV)/.test-installed
+	$(PY) bench/attention.py
+
+clean:
+	rm -rf $(VENV) artifacts .pytest_cache

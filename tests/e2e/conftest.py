@@ -1,0 +1,132 @@
+"""Browser tests: a real ``streamlit run app.py`` on a free localhost port, driven by Debian Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+SERVER_START_TIMEOUT = 90
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.25)
+    raise RuntimeError(f"streamlit did not answer /_stcore/health within {SERVER_START_TIMEOUT} s")
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The URL of a real streamlit server running app.py for the whole e2e session."""
+    port = _free_port()
+    log = open(ROOT / "artifacts" / "e2e-server.log", "w") if _mkdir(ROOT / "artifacts") else None
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.address", "localhost",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://localhost:{port}"
+    try:
+        _wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        if log:
+            log.close()
+
+
+def _mkdir(path: Path) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make test` (it installs Debian chromium).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page (1400x1000) that records every request it makes in ``page.requests_made``."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.requests_made = []
+    page.on("request", lambda request: page.requests_made.append(request.url))
+    yield page
+    context.close()
+
+
+def external_requests(urls: list[str]) -> list[str]:
+    """Requests that would leave this machine (anything not http(s)/ws on localhost, data: or blob:)."""
+    leaving = []
+    for url in urls:
+        parsed = urlparse(url)
+        if parsed.scheme in {"data", "blob", "about"}:
+            continue
+        if parsed.hostname not in LOCAL_HOSTS:
+            leaving.append(url)
+    return leaving
+
+
+def wait_until_idle(page, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
+    """Wait until Streamlit shows no 'running' indicator and the page DOM stops changing for a while."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
+    last, stable_since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        size = page.evaluate("document.body.innerHTML.length")
+        if running or size != last:
+            last, stable_since = size, time.monotonic()
+        elif (time.monotonic() - stable_since) * 1000 >= quiet_ms:
+            return
+        time.sleep(0.2)
+    raise TimeoutError("the app kept running or changing")
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
