@@ -1,0 +1,92 @@
+"""Attention extraction vs a plain transformers forward, and bertviz's head_view HTML, at n = 16/128/512.
+
+Run: ``.venv/bin/python bench/attention.py`` (``make bench``). Writes its section of docs/BENCHMARKS.md.
+(a) ratio = our ``extract_attention`` (tokenise, truncate-check, forward, numpy) ÷ a plain
+    ``model(**tokenizer(...), output_attentions=True)``; same model, same text, same process.
+(b) bertviz ``head_view(..., html_action="return")``: HTML bytes and build time for the same input.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.report import machine, markdown_table, write_section  # noqa: E402
+from vizcore.attention import extract_attention  # noqa: E402
+from vizcore.models import DEFAULT_MODEL, load_model  # noqa: E402
+
+SIZES = (16, 128, 512)
+REPEATS = 7
+
+
+def text_of_length(tokenizer, n: int) -> str:
+    """A natural-ish text that tokenises to exactly n tokens with [CLS] and [SEP]."""
+    words = ("the animal did not cross the street because it was too tired and the road was wide "
+             "while a small cat sat on the warm mat near the door ").split()
+    ids = tokenizer(" ".join(words * (n // len(words) + 2)), add_special_tokens=False)["input_ids"][: n - 2]
+    return tokenizer.decode(ids)
+
+
+def best_of(fn, repeats: int = REPEATS) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def plain_forward(loaded, text: str):
+    inputs = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=512)
+    with torch.inference_mode():
+        return loaded.model(**inputs, output_attentions=True).attentions
+
+
+def bertviz_html(loaded, text: str) -> str:
+    from bertviz import head_view
+
+    inputs = loaded.tokenizer(text, return_tensors="pt")
+    tokens = loaded.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
+    attentions = plain_forward(loaded, text)
+    return head_view(attentions, tokens, html_action="return").data
+
+
+def main() -> None:
+    loaded = load_model(DEFAULT_MODEL, device="cpu")
+    rows = []
+    for n in SIZES:
+        text = text_of_length(loaded.tokenizer, n)
+        assert len(extract_attention(loaded, text).tokens) == n
+        ours = best_of(lambda: extract_attention(loaded, text))
+        plain = best_of(lambda: plain_forward(loaded, text))
+        start = time.perf_counter()
+        html = bertviz_html(loaded, text)
+        build = time.perf_counter() - start
+        rows.append([n, f"{plain * 1000:.1f}", f"{ours * 1000:.1f}", f"{ours / plain:.2f}",
+                     f"{len(html.encode()) / 1e6:.2f} MB", f"{build:.2f}"])
+        print(rows[-1], flush=True)
+    table = markdown_table(
+        ["tokens", "plain forward (ms)", "extract_attention (ms)", "ratio ours/plain",
+         "bertviz head_view HTML", "bertviz build (s)"],
+        rows,
+    )
+    body = (
+        "## Attention extraction (bench/attention.py)\n\n"
+        f"Model {DEFAULT_MODEL} (6 layers x 12 heads), CPU; {machine()}. Median of {REPEATS} runs after "
+        "a warm-up. `extract_attention` tokenises twice (once to count the untruncated length, so "
+        "truncation is reported) and copies the weights to a float32 numpy array; the plain forward "
+        "returns torch tensors. bertviz's head view embeds every weight of every layer and head in "
+        "its HTML, so its size grows with layers x heads x n².\n\n" + table
+    )
+    print(write_section("attention", body))
+
+
+if __name__ == "__main__":
+    main()

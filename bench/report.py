@@ -1,0 +1,39 @@
+"""Write one benchmark's table into docs/BENCHMARKS.md, between its own markers, leaving the rest."""
+
+from __future__ import annotations
+
+import platform
+import re
+from pathlib import Path
+
+import torch
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "BENCHMARKS.md"
+HEADER = (
+    "# Benchmarks\n\n"
+    "Every number here is written by a script in `bench/` (run `make bench`, or the script named in "
+    "each section). Claims are ratios against a baseline measured in the same run on the same "
+    "machine, so they carry over to other machines better than absolute times.\n"
+)
+
+
+def machine() -> str:
+    return (f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
+            f"Python {platform.python_version()}")
+
+
+def markdown_table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_section(name: str, body: str) -> Path:
+    begin, end = f"<!-- begin:{name} -->", f"<!-- end:{name} -->"
+    text = DOC.read_text() if DOC.exists() else HEADER
+    block = f"{begin}\n{body.strip()}\n{end}"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(text)
+    return DOC
