@@ -5,12 +5,13 @@ import streamlit as st
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
 from vizcore.figures import attention_heatmap
 
+# (button label, sentence, second sentence): the classic sentences of the Transformer/BERT tutorials.
 EXAMPLES = [
-    ("The animal didn't cross the street because it was too tired.", ""),
-    ("The animal didn't cross the street because it was too wide.", ""),
-    ("The cat sat on the mat.", ""),
-    ("The cat that the dog chased was brown.", ""),
-    ("The cat sat on the mat.", "The dog lay on the rug."),
+    ("…it was too tired.", "The animal didn't cross the street because it was too tired.", ""),
+    ("…it was too wide.", "The animal didn't cross the street because it was too wide.", ""),
+    ("The cat sat…", "The cat sat on the mat.", ""),
+    ("…the dog chased…", "The cat that the dog chased was brown.", ""),
+    ("Pair: cat / dog", "The cat sat on the mat.", "The dog lay on the rug."),
 ]
 
 st.title("See inside BERT-style Transformers")
@@ -19,18 +20,16 @@ st.markdown(
     "Every number here is the model's own: a real pretrained encoder runs on your machine, offline."
 )
 
-st.subheader("Example sentences")
-columns = st.columns(2)
-for i, (text, pair) in enumerate(EXAMPLES):
-    label = f"{text}  ⟷  {pair}" if pair else text
-    columns[i % 2].button(label, key=f"home.example{i}", on_click=set_sentence, args=(text, pair),
-                          width="stretch")
+st.markdown("**Try an example** (hover a button for the full sentence). The first two differ in one "
+            "word: compare where *it* looks in each.")
+for column, (i, (label, text, pair)) in zip(st.columns(len(EXAMPLES)), enumerate(EXAMPLES)):
+    full = f"{text}  ⟷  {pair}" if pair else text
+    column.button(label, key=f"home.example{i}", help=full, on_click=set_sentence, args=(text, pair),
+                  width="stretch")
 
 sel = selection()
 result = attention_or_stop(sel)
 warn_if_truncated(result)
-
-st.subheader("Attention of one head")
 left, right = st.columns(2)
 layer = left.slider("Layer", 1, result.num_layers, min(3, result.num_layers), key="home.layer")
 head = right.slider("Head", 1, result.num_heads, 1, key="home.head")
