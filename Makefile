@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine:
 #   make run   - create .venv, install the app, start it on http://localhost:8501 (embedded model, offline)
+#                (ui.launch = `streamlit run app.py` that loads the default model while the server boots)
 #   make test  - the same venv plus test tools and Debian Chromium, then unit, AppTest and browser tests
 PYTHON ?= python3
 VENV := .venv
@@ -21,7 +22,7 @@ $(VENV)/.test-installed: requirements-test.txt $(VENV)/.app-installed
 setup: $(VENV)/.app-installed
 
 run: $(VENV)/.app-installed
-	$(PY) -m streamlit run app.py --server.port $(PORT) --server.address localhost
+	$(PY) -m ui.launch --server.port $(PORT) --server.address localhost
 
 # Playwright drives the Debian browser; its own browser download is never used (it cannot work offline).
 chromium:

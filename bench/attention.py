@@ -80,9 +80,9 @@ def main() -> None:
     body = (
         "## Attention extraction (bench/attention.py)\n\n"
         f"Model {DEFAULT_MODEL} (6 layers x 12 heads), CPU; {machine()}. Median of {REPEATS} runs after "
-        "a warm-up. `extract_attention` tokenises twice (once to count the untruncated length, so "
-        "truncation is reported) and copies the weights to a float32 numpy array; the plain forward "
-        "returns torch tensors. bertviz's head view embeds every weight of every layer and head in "
+        "a warm-up. `extract_attention` also asks the tokenizer for offsets and special-token masks, "
+        "re-tokenises only when the input is over the model's maximum (to report truncation), and "
+        "copies the weights to a float32 numpy array; the plain forward returns torch tensors. bertviz's head view embeds every weight of every layer and head in "
         "its HTML, so its size grows with layers x heads x n².\n\n" + table
     )
     print(write_section("attention", body))

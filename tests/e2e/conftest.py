@@ -50,7 +50,7 @@ def app_url():
     log = open(ROOT / "artifacts" / "e2e-server.log", "w") if _mkdir(ROOT / "artifacts") else None
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+        [sys.executable, "-m", "ui.launch", "--server.port", str(port),  # what `make run` starts
          "--server.headless", "true", "--server.address", "localhost",
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
