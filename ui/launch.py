@@ -30,7 +30,13 @@ def _warm_up() -> None:
 
 
 def main(argv: list[str]) -> None:
+    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
+
+    # A folder named pages/ beside app.py makes a fresh server treat a direct link such as
+    # /attention as a legacy (v1) page that runs without app.py and its sidebar, until some session
+    # has run app.py's st.navigation. The app is navigation-only (v2), so say so before it starts.
+    PagesManager.uses_pages_directory = False
 
     threading.Thread(target=_warm_up, name="vizcore-warm-up", daemon=True).start()
     sys.argv = ["streamlit", "run", APP, *argv]

@@ -49,7 +49,7 @@ def get_attention(name: str, device: str, text: str, pair: str | None) -> Attent
     return extract_attention(get_model(name, device), text, pair)
 
 
-def _init_from_query_params() -> None:
+def init_from_query_params() -> None:
     """A shared link (``?text=...&pair=...&model=...``) sets the sidebar once, on the first run."""
     if "shared.initialised" in st.session_state:
         return
@@ -77,7 +77,12 @@ def set_sentence(text: str, pair: str = "") -> None:
 
 def sidebar() -> Selection:
     """Draw the shared controls (call once per run, from app.py) and return what they say."""
-    _init_from_query_params()
+    init_from_query_params()
+    # Re-assigning pins the values: Streamlit drops a widget's state on a page switch when the
+    # widget was not drawn in the previous run, and the sentence must survive every switch.
+    for key in (KEY_MODEL_CHOICE, KEY_MODEL_OTHER, KEY_DEVICE, KEY_TEXT, KEY_PAIR):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
     with st.sidebar:
         st.header("Model and sentence")
         choice = st.selectbox("Model", model_choices(), key=KEY_MODEL_CHOICE,
