@@ -68,10 +68,13 @@ def add_attention_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_attention)
 
 
+from vizcore.fill_mask_cli import add_fill_mask_parser  # noqa: E402
+
 # Each issue's command registers itself here: one line per command.
 PARSER_FACTORIES: list[Callable[[argparse._SubParsersAction], None]] = [
     add_models_parser,
     add_attention_parser,
+    add_fill_mask_parser,
 ]
 
 

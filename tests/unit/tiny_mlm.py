@@ -1,0 +1,88 @@
+"""Tiny random masked-LMs saved to local folders (no download): BERT, DistilBERT, RoBERTa.
+
+Weights are drawn with a large initializer range so the predictions are well separated (a default
+init gives a near-uniform distribution where a top-k order would say little). BERT and DistilBERT use
+the embedded model's WordPiece tokenizer; RoBERTa gets a byte-level BPE trained here on a few
+sentences, with ``<mask>`` stripping the space before it as roberta-base's does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from tokenizers import AddedToken, ByteLevelBPETokenizer
+from transformers import (
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    DistilBertConfig,
+    DistilBertForMaskedLM,
+    RobertaConfig,
+    RobertaForMaskedLM,
+    RobertaTokenizerFast,
+)
+
+from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+
+SIZE = {"hidden": 32, "layers": 3, "heads": 4, "ffn": 64, "positions": 40, "init": 0.4}
+BPE_TEXT = [
+    "The capital of France is Paris. The cat sat on the mat.",
+    "She drank a cup of coffee every morning. Birds can fly in the sky.",
+    "The sun rises in the east. I wrote the letter with a pen.",
+]
+
+
+def _roberta_tokenizer(folder: Path) -> RobertaTokenizerFast:
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(BPE_TEXT * 2, vocab_size=400, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    return RobertaTokenizerFast.from_pretrained(
+        str(folder), mask_token=AddedToken("<mask>", lstrip=True, rstrip=False))
+
+
+def build_tiny_mlm(kind: str, folder: Path) -> Path:
+    """Save a tiny ``kind`` ("bert" | "distilbert" | "roberta") masked-LM with its tokenizer to ``folder``."""
+    torch.manual_seed(0)
+    s = SIZE
+    if kind == "roberta":
+        tokenizer = _roberta_tokenizer(folder)
+        config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                               num_attention_heads=s["heads"], intermediate_size=s["ffn"],
+                               max_position_embeddings=s["positions"] + 2, pad_token_id=tokenizer.pad_token_id,
+                               initializer_range=s["init"])
+        model = RobertaForMaskedLM(config)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[DEFAULT_MODEL].source()))
+        if kind == "bert":
+            config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=s["hidden"],
+                                num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                                intermediate_size=s["ffn"], max_position_embeddings=s["positions"],
+                                initializer_range=s["init"])
+            model = BertForMaskedLM(config)
+        elif kind == "distilbert":
+            config = DistilBertConfig(vocab_size=tokenizer.vocab_size, dim=s["hidden"], n_layers=s["layers"],
+                                      n_heads=s["heads"], hidden_dim=s["ffn"],
+                                      max_position_embeddings=s["positions"], initializer_range=s["init"])
+            model = DistilBertForMaskedLM(config)
+        else:
+            raise ValueError(kind)
+    tokenizer.model_max_length = s["positions"]
+    model.eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_dir(tmp_path_factory):
+    """``tiny_mlm_dir("bert" | "distilbert" | "roberta")`` -> a saved folder, built once per test run."""
+    made: dict[str, Path] = {}
+
+    def make(kind: str) -> Path:
+        if kind not in made:
+            made[kind] = build_tiny_mlm(kind, tmp_path_factory.mktemp(f"tiny-mlm-{kind}"))
+        return made[kind]
+
+    return make
