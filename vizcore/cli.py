@@ -14,6 +14,7 @@ import sys
 from typing import Callable, Sequence
 
 from vizcore.errors import VizError
+from vizcore.positional_cli import add_positional_parser
 
 Handler = Callable[[argparse.Namespace], dict]
 
@@ -75,6 +76,7 @@ PARSER_FACTORIES: list[Callable[[argparse._SubParsersAction], None]] = [
     add_models_parser,
     add_attention_parser,
     add_fill_mask_parser,
+    add_positional_parser,
 ]
 
 
