@@ -8,6 +8,7 @@ st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
+    st.Page("pages/attention.py", title="Attention Explorer", icon="🔬", url_path="attention"),
     st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
 ]
 

@@ -1,0 +1,41 @@
+"""Attention Explorer: every layer and head of the current sentence, in several views."""
+
+import streamlit as st
+
+from ui import attention as ua
+from ui.attention_views import show_view
+from ui.state import selection, warn_if_truncated
+from vizcore.aggregate import PAIR_FILTERS, ViewOptions
+
+st.title("Attention Explorer")
+st.markdown("Every layer and head of the model, for the sentence in the sidebar. Pick a layer and "
+            "head, or open one from the grid. The address bar always holds a link to this exact view.")
+
+sel = selection()
+result = ua.attention_or_stop(sel)
+for problem in ua.read_url_once(result.num_layers, result.num_heads):
+    st.warning(problem)
+ua.clamp_selection(result.num_layers, result.num_heads)
+warn_if_truncated(result)
+
+view = st.radio("View", list(ua.VIEWS), format_func=ua.VIEWS.get, horizontal=True, key=ua.KEY_VIEW)
+left, right = st.columns(2)
+layer = left.slider("Layer", 1, result.num_layers, key=ua.KEY_LAYER)
+head = right.slider("Head", 1, result.num_heads, key=ua.KEY_HEAD)
+is_pair = bool((result.segment_ids == 1).any())
+with st.expander("Tokens shown: pair filter, [CLS]/[SEP], word pieces", expanded=is_pair):
+    columns = st.columns(3)
+    pair_filter = columns[0].selectbox(
+        "Sentence pair", PAIR_FILTERS, key=ua.KEY_PAIR_FILTER, disabled=not is_pair,
+        help="A→B: queries in sentence A, keys in sentence B. Weights are the model's own (not renormalised).")
+    hide_special = columns[1].toggle(
+        "Hide [CLS]/[SEP]", key=ua.KEY_HIDE,
+        help="Drops special tokens' rows and columns and renormalises each remaining row to sum to 1.")
+    merge_words = columns[2].toggle(
+        "Merge word pieces into words", key=ua.KEY_MERGE,
+        help="Attention to a word = sum over its pieces; attention from a word = mean over its pieces.")
+options = ViewOptions(pair_filter=pair_filter if is_pair else "all", hide_special=hide_special,
+                      merge_words=merge_words)
+
+ua.write_url(sel)
+show_view(view, result, sel, layer, head, options)

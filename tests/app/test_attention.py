@@ -1,0 +1,160 @@
+"""AppTest: the Attention Explorer page, each view, URL state and bad input, asserting on what is shown."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.app.conftest import decode_plotly, plotly_traces, set_shared
+from ui.state import DEFAULT_TEXT
+from vizcore.attention import extract_attention
+from vizcore.models import load_model
+
+PAGE = "pages/attention.py"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The default sentence's attention computed directly, to check what the page shows."""
+    return extract_attention(load_model("all-MiniLM-L6-v2", device="cpu"), DEFAULT_TEXT)
+
+
+@pytest.fixture
+def explorer(new_app):
+    """The page opened like a shared link: app.py runs first (it reads text/pair/model), then the page."""
+    def make(**params):
+        at = new_app(**params).run().switch_page(PAGE).run()
+        at.pinned = {name: params[name] for name in ("text", "pair") if name in params}
+        return at
+    return make
+
+
+def rerun(at):
+    """Run again with the sidebar's sentence kept: AppTest forgets sidebar values on later runs of an
+    st.navigation app (a real browser keeps them), so they are pinned through session state."""
+    for name, value in getattr(at, "pinned", {}).items():
+        at.session_state[f"shared.{name}"] = value
+    return at.run()
+
+
+def param(at, name):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def spec(at, index=0):
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
+def test_url_opens_the_given_layer_and_head_with_the_models_weights(explorer, reference):
+    at = explorer(layer="2", head="3")
+    assert not at.exception and not at.error
+    assert at.slider(key="attention.layer").value == 2 and at.slider(key="attention.head").value == 3
+    z = decode_plotly(plotly_traces(at)[0]["z"])
+    np.testing.assert_allclose(z, reference.attention[1, 2], atol=1e-6)
+    assert "layer 2, head 3" in json.dumps(spec(at)["layout"]["title"])
+    assert param(at, "layer") == "2" and param(at, "head") == "3"
+    assert param(at, "text") == DEFAULT_TEXT and param(at, "view") == "heatmap"
+
+
+def test_moving_the_sliders_rewrites_the_url_and_the_heatmap(explorer, reference):
+    at = explorer()
+    at.slider(key="attention.layer").set_value(6)
+    rerun(at)
+    at.slider(key="attention.head").set_value(12)
+    rerun(at)
+    np.testing.assert_allclose(decode_plotly(plotly_traces(at)[0]["z"]), reference.attention[5, 11], atol=1e-6)
+    assert param(at, "layer") == "6" and param(at, "head") == "12"
+
+
+def test_bad_url_values_are_reported_and_ignored(explorer):
+    at = explorer(layer="99", head="x", view="nope")
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "layer='99'" in warnings and "head='x'" in warnings and "view='nope'" in warnings
+    assert at.slider(key="attention.layer").value == 1
+
+
+def test_grid_view_shows_every_head_and_highlights_the_selected_one(explorer, reference):
+    at = explorer(view="grid", layer="4", head="7")
+    traces = plotly_traces(at)
+    assert len(traces) == 6 * 12 + 1
+    n = len(reference.tokens)
+    np.testing.assert_allclose(decode_plotly(traces[3 * 12 + 6]["z"]), reference.attention[3, 6], atol=1e-6)
+    assert n <= 24  # short sentence: shown at full resolution
+    shape = spec(at)["layout"]["shapes"][0]
+    assert shape["x0"] < shape["x1"] and "layer 4, head 7" in traces[3 * 12 + 6]["hovertemplate"]
+
+
+def test_pair_filter_and_hidden_specials_change_the_matrix(explorer):
+    at = explorer(text="The cat sat.", pair="It was tired.")
+    assert at.selectbox(key="attention.pair_filter").disabled is False
+    at.selectbox(key="attention.pair_filter").set_value("A->B")
+    rerun(at)
+    trace = plotly_traces(at)[0]
+    assert len(trace["y"]) == 6 and len(trace["x"]) == 5  # [CLS] the cat sat . [SEP] -> it was tired . [SEP]
+    assert "A→B" in at.caption[0].value
+    at.toggle(key="attention.hide_special").set_value(True)
+    rerun(at)
+    z = decode_plotly(plotly_traces(at)[0]["z"])
+    assert z.shape == (4, 4)
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)
+    assert "renormalised" in at.caption[0].value
+
+
+def test_merge_words_shows_whole_words(explorer):
+    at = explorer(text="Tokenization is unbelievable.")
+    at.toggle(key="attention.merge_words").set_value(True)
+    rerun(at)
+    labels = plotly_traces(at)[0]["x"]
+    assert [label.rstrip("\u200b") for label in labels] == ["[CLS]", "tokenization", "is", "unbelievable", ".",
+                                                             "[SEP]"]
+
+
+def test_statistics_table_lists_every_head_and_a_row_opens_it(explorer, reference):
+    at = explorer(view="stats")
+    table = at.dataframe[0].value
+    assert len(table) == 72
+    row = table[(table["layer"] == 3) & (table["head"] == 4)].iloc[0]
+    assert row["mass on self"] == pytest.approx(np.diagonal(reference.attention[2, 3]).mean(), abs=1e-6)
+    cls_chart = spec(at, 0)["data"][0]
+    np.testing.assert_allclose(cls_chart["y"] if isinstance(cls_chart["y"], list) else decode_plotly(cls_chart["y"]),
+                               reference.attention[:, :, :, 0].mean((1, 2)), atol=1e-6)
+
+
+def test_aggregations_show_head_mean_rollout_and_flow(explorer, reference):
+    at = explorer(view="aggregate", layer="2")
+    np.testing.assert_allclose(decode_plotly(plotly_traces(at)[0]["z"]), reference.attention[1].mean(0), atol=1e-6)
+    at.radio(key="attention.aggregate").set_value("rollout")
+    rerun(at)
+    assert "Rollout" in at.caption[-1].value
+    z = decode_plotly(plotly_traces(at)[0]["z"])
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)
+    at.radio(key="attention.aggregate").set_value("flow")
+    rerun(at)
+    assert not at.exception
+    assert "limited to 40 tokens" in at.caption[-1].value
+    bars = plotly_traces(at)[0]
+    assert len(bars["x"]) == len(reference.tokens)
+
+
+def test_flow_is_refused_for_long_inputs_with_a_message(explorer):
+    at = explorer(view="aggregate", text="word " * 60)
+    at.radio(key="attention.aggregate").set_value("flow")
+    rerun(at)
+    assert not at.exception
+    assert "at most 40 tokens" in at.info[0].value
+
+
+@pytest.mark.parametrize("text, message", [("   ", "empty"), ("x" * 200_001, "limit")])
+def test_bad_sentences_give_a_clear_error(explorer, text, message):
+    at = explorer()
+    set_shared(at, text=text)
+    assert not at.exception
+    assert message in at.error[0].value
+
+
+def test_markup_in_the_sentence_reaches_the_chart_escaped(explorer):
+    at = explorer(text="<script>alert(1)</script> hi")
+    labels = plotly_traces(at)[0]["x"]
+    assert "&lt;" in labels and "<" not in "".join(labels)

@@ -1,0 +1,53 @@
+"""Explorer figures: what they send to the browser (values, labels, sizes), not how they look."""
+
+import numpy as np
+
+from vizcore.figures_attention import axis_labels, downsample, head_grid, head_heatmap, special_mass_chart
+
+
+def test_downsample_is_block_means_and_keeps_small_matrices():
+    m = np.arange(16, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_allclose(downsample(m, 2), [[2.5, 4.5], [10.5, 12.5]])
+    np.testing.assert_array_equal(downsample(m, 8), m)
+    big = np.random.default_rng(0).random((2, 3, 100, 100))
+    small = downsample(big, 24)
+    assert small.shape == (2, 3, 24, 24)
+    np.testing.assert_allclose(small.mean(), big.mean(), rtol=0.02)  # blocks differ in size by at most one
+
+
+def test_axis_labels_are_unique_and_escape_markup():
+    labels = axis_labels(["the", "<", "img", "the", "the"])
+    assert len(set(labels)) == 5
+    assert labels[1] == "&lt;"
+    assert labels[0].rstrip("\u200b") == labels[3].rstrip("\u200b") == "the"
+
+
+def test_heatmap_carries_the_matrix_and_hover_names_query_key_weight():
+    m = np.array([[0.7, 0.3], [0.1, 0.9]])
+    fig = head_heatmap(m, ["a", "b"], ["a", "b"], "t", zmax=1.0)
+    trace = fig.data[0]
+    np.testing.assert_allclose(np.asarray(trace.z), m, atol=1e-7)
+    assert "query" in trace.hovertemplate and "key" in trace.hovertemplate and "weight" in trace.hovertemplate
+    assert fig.layout.font.size >= 14 and fig.layout.xaxis.tickfont.size >= 14
+
+
+def test_pair_labels_are_coloured_by_segment():
+    fig = head_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], "t", np.array([0, 0, 1]), np.array([0, 0, 1]))
+    ticks = fig.layout.xaxis.ticktext
+    assert "#1f5fa8" in ticks[0] and "#c2410c" in ticks[2]
+
+
+def test_grid_has_one_small_trace_per_head_and_a_clickable_marker_per_head():
+    a = np.random.default_rng(0).random((3, 4, 200, 200)).astype(np.float32)
+    fig = head_grid(downsample(a), "grid", selected=(1, 2))
+    assert len(fig.data) == 3 * 4 + 1
+    assert np.asarray(fig.data[0].z).shape == (24, 24)
+    assert len(fig.data[-1].x) == 12 and fig.data[-1].text[6] == "layer 2, head 3"
+    assert "layer 3, head 4" in fig.data[11].hovertemplate
+
+
+def test_special_mass_chart_plots_the_mean_over_heads_per_layer():
+    cls = np.array([[0.1, 0.3], [0.5, 0.7]])
+    fig = special_mass_chart(cls, 1 - cls, "t")
+    np.testing.assert_allclose(fig.data[0].y, [0.2, 0.6])
+    np.testing.assert_allclose(fig.data[2].y, [0.8, 0.4])

@@ -1,0 +1,121 @@
+"""Streamlit side of the Attention Explorer: cached results, URL state, and the shared controls.
+
+The page's state lives in the URL (``?text&pair&model&layer&head&view``, layer and head 1-based) so
+a link reproduces the view: it is read once per session and rewritten after every run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from ui.state import Selection
+from vizcore.aggregate import attention_rollout, head_mean
+from vizcore.attention import AttentionResult, extract_attention
+from vizcore.errors import VizError
+from vizcore.figures_attention import downsample
+from vizcore.head_stats import head_statistics
+from ui.state import get_model
+
+KEY_LAYER = "attention.layer"
+KEY_HEAD = "attention.head"
+KEY_VIEW = "attention.view"
+KEY_PAIR_FILTER = "attention.pair_filter"
+KEY_HIDE = "attention.hide_special"
+KEY_MERGE = "attention.merge_words"
+KEY_URL_READ = "attention.url_read"
+
+VIEWS = {
+    "heatmap": "Head heatmap",
+    "grid": "All heads",
+    "aggregate": "Aggregations",
+    "stats": "Head statistics",
+}
+MAX_URL_TEXT = 2_000  # longer sentences are left out of the link (browsers and chat apps cut long URLs)
+
+
+def result_key(sel: Selection) -> tuple[str, str, str, str | None]:
+    return sel.model, sel.device, sel.text, sel.pair
+
+
+@st.cache_resource(show_spinner="Computing attention…", max_entries=4)
+def _attention_resource(model: str, device: str, text: str, pair: str | None) -> AttentionResult:
+    # cache_resource, not cache_data: at n = 512 on 12 x 12 heads the weights are 150 MB, and
+    # cache_data would unpickle a fresh copy on every rerun. The result is read-only.
+    return extract_attention(get_model(model, device), text, pair)
+
+
+def attention_or_stop(sel: Selection) -> AttentionResult:
+    try:
+        return _attention_resource(*result_key(sel))
+    except VizError as error:
+        st.error(str(error))
+        st.stop()
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def grid_matrices(key: tuple, _result: AttentionResult) -> np.ndarray:
+    """Every head downsampled for the grid, ``[layer, head, c, c]`` float32 (key names the result)."""
+    return downsample(_result.attention)
+
+
+@st.cache_data(max_entries=8, show_spinner="Computing head statistics…")
+def statistics(key: tuple, _result: AttentionResult) -> dict[str, np.ndarray]:
+    return head_statistics(_result.attention, _result.tokens, _result.special_mask)
+
+
+@st.cache_data(max_entries=8, show_spinner="Aggregating heads…")
+def aggregates(key: tuple, _result: AttentionResult) -> dict[str, np.ndarray]:
+    """Head means and rollout per layer, ``[layer, query, key]`` float32."""
+    return {"mean": head_mean(_result.attention).astype(np.float32),
+            "rollout": attention_rollout(_result.attention).astype(np.float32)}
+
+
+def read_url_once(num_layers: int, num_heads: int) -> list[str]:
+    """On a session's first visit, take layer, head and view from the URL; return what was wrong."""
+    if st.session_state.get(KEY_URL_READ):
+        return []
+    st.session_state[KEY_URL_READ] = True
+    problems = []
+    params = st.query_params
+    for name, key, top in (("layer", KEY_LAYER, num_layers), ("head", KEY_HEAD, num_heads)):
+        if name not in params:
+            continue
+        raw = params[name]
+        if raw.strip().isdigit() and 1 <= int(raw) <= top:
+            st.session_state[key] = int(raw)
+        else:
+            problems.append(f"The link's {name}={raw!r} is not a {name} of this model (1 to {top}); "
+                            f"showing {name} {st.session_state.get(key, 1)}.")
+    view = params.get("view")
+    if view is not None:
+        if view in VIEWS:
+            st.session_state[KEY_VIEW] = view
+        else:
+            problems.append(f"The link's view={view!r} is unknown; views are {', '.join(VIEWS)}.")
+    return problems
+
+
+def clamp_selection(num_layers: int, num_heads: int) -> None:
+    """Keep layer and head inside the current model (a smaller model may have been chosen)."""
+    for key, top in ((KEY_LAYER, num_layers), (KEY_HEAD, num_heads)):
+        st.session_state[key] = int(min(max(int(st.session_state.get(key, 1)), 1), top))
+
+
+def open_head(layer: int, head: int) -> None:
+    """Callback target: show head (1-based) as a heatmap. Runs before the widgets are drawn."""
+    st.session_state[KEY_LAYER] = int(layer)
+    st.session_state[KEY_HEAD] = int(head)
+    st.session_state[KEY_VIEW] = "heatmap"
+
+
+def write_url(sel: Selection) -> None:
+    """Rewrite the address bar so copying it reproduces this view."""
+    params = {"model": sel.model, "layer": str(st.session_state[KEY_LAYER]),
+              "head": str(st.session_state[KEY_HEAD]), "view": st.session_state.get(KEY_VIEW, "heatmap")}
+    if len(sel.text) <= MAX_URL_TEXT:
+        params["text"] = sel.text
+    if sel.pair and len(sel.pair) <= MAX_URL_TEXT:
+        params["pair"] = sel.pair
+    if dict(st.query_params) != params:
+        st.query_params.from_dict(params)
