@@ -6,6 +6,11 @@ Explicit and reproducible; ``make run`` never trains. Three steps, each a comman
     python -m vizcore.mlm_training train --work-dir .mlm-work --steps 6000
     python -m vizcore.mlm_training export --work-dir .mlm-work         # -> vizcore/weights/
 
+Training can continue from the shipped weights in a later sitting (``train --init-from
+vizcore/weights/minilm-mlm.safetensors --steps <new total>``): the step count, the data order and the
+learning curve carry on from where the shipped model stopped; the optimizer starts afresh with a
+short warm-up.
+
 What is trained (the route measured in docs/MASKED_LM.md): every encoder layer, the position and
 segment embeddings, a new MLM head, and only the [MASK] row of the word embeddings; the rest of
 the word-embedding matrix (tied to the output layer) stays frozen, so the shipped weights are only
@@ -50,6 +55,7 @@ class TrainConfig:
     seed: int = 0
     bf16: bool = False  # bfloat16 autocast: ~3x faster on CPUs with native bf16, 20x slower without (AVX2 only)
     threads: int = 0
+    init_from: str = ""  # shipped weights to continue from (their .json gives the steps already done)
 
 
 def _base_model_dir() -> Path:
@@ -164,10 +170,11 @@ def masked_loss(model, inputs: torch.Tensor, labels: torch.Tensor, bf16: bool) -
     return F.cross_entropy(logits.float(), labels[selected]), logits
 
 
-def learning_rate(step: int, config: TrainConfig) -> float:
-    if step < config.warmup:
-        return config.lr * (step + 1) / config.warmup
-    decay_start = int(config.steps * (1 - config.decay_fraction))
+def learning_rate(step: int, config: TrainConfig, start: int = 0) -> float:
+    """Warm-up from ``start`` (0, or the steps the warm-started weights had), then flat, then linear decay."""
+    if step - start < config.warmup:
+        return config.lr * (step - start + 1) / config.warmup
+    decay_start = start + int((config.steps - start) * (1 - config.decay_fraction))
     if step < decay_start:
         return config.lr
     done = (step - decay_start) / max(1, config.steps - decay_start)
@@ -228,7 +235,7 @@ def train_command(work: Path, config: TrainConfig) -> dict:
     mask_id = tokenizer.mask_token_id
     groups = trainable_setup(model, mask_id, config.weight_decay)
     optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-6)
-    step, best, order, generator = _resume_or_start(work, model, optimizer, config, len(train), mask_id)
+    step, best, order, generator, start = _resume_or_start(work, model, optimizer, config, len(train), mask_id)
     model.train()
     log = open(work / "log.jsonl", "a", encoding="utf-8")
     started, tokens_per_step = time.time(), config.batch_size * config.seq_len
@@ -238,7 +245,7 @@ def train_command(work: Path, config: TrainConfig) -> dict:
         special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)
         inputs, labels, _ = mask_tokens(ids, special, mask_id, replacement, generator)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config)
+            group["lr"] = learning_rate(step, config, start)
         loss, _ = masked_loss(model, inputs, labels, config.bf16)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -247,40 +254,61 @@ def train_command(work: Path, config: TrainConfig) -> dict:
         step += 1
         if step % 50 == 0:
             rate = 50 * tokens_per_step / (time.time() - started)
-            print(f"step {step} loss {float(loss):.3f} lr {learning_rate(step, config):.2e} "
+            print(f"step {step} loss {loss.item():.3f} lr {learning_rate(step, config, start):.2e} "
                   f"{rate:.0f} tokens/s", file=sys.stderr, flush=True)
             started = time.time()
         if step % config.eval_every == 0 or step == config.steps:
             best = _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, replacement,
-                                      step, best, generator, log)
+                                      step, best, generator, log, start)
     return json.loads((work / "best.json").read_text())
 
 
 def _resume_or_start(work: Path, model, optimizer, config: TrainConfig, rows: int, mask_id: int):
+    """(step, best, order, generator, start): from resume.pt, from shipped weights, or from scratch."""
     generator = torch.Generator().manual_seed(config.seed)
     order = np.random.default_rng(config.seed).permutation(rows)
     resume = work / "resume.pt"
-    if not resume.exists():
-        with torch.no_grad():  # start [MASK] from the mean real-token vector, not its untrained one
-            words = model.bert.embeddings.word_embeddings.weight
-            words[mask_id] = words[1000:].mean(0)
-        return 0, -1.0, order, generator
-    saved = torch.load(resume, weights_only=False)
-    model.load_state_dict(saved["model"])
-    optimizer.load_state_dict(saved["optimizer"])
-    generator.set_state(saved["generator"])
-    print(f"resumed at step {saved['step']}", file=sys.stderr)
-    return saved["step"], saved["best"], order, generator
+    if resume.exists():
+        saved = torch.load(resume, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        generator.set_state(saved["generator"])
+        print(f"resumed at step {saved['step']}", file=sys.stderr)
+        return saved["step"], saved["best"], order, generator, saved.get("start", 0)
+    if config.init_from:
+        start, best = _warm_start(work, model, Path(config.init_from), mask_id)
+        generator.manual_seed(config.seed + start)  # fresh masks for the data that follows
+        return start, best, order, generator, start
+    with torch.no_grad():  # start [MASK] from the mean real-token vector, not its untrained one
+        words = model.bert.embeddings.word_embeddings.weight
+        words[mask_id] = words[1000:].mean(0)
+    return 0, -1.0, order, generator, 0
+
+
+def _warm_start(work: Path, model, weights: Path, mask_id: int) -> tuple[int, float]:
+    """Load shipped weights and copy their learning curve into this run's log.
+
+    Returns their step count and held-out top-5, which a checkpoint must beat to become the new best.
+    """
+    from safetensors.torch import load_file
+
+    apply_changed_state(model, {k: v.float() for k, v in load_file(str(weights)).items()}, mask_id)
+    metrics = json.loads(weights.with_suffix(".json").read_text())
+    log = work / "log.jsonl"
+    if not log.exists() or not log.read_text().strip():
+        log.write_text("".join(json.dumps(record) + "\n" for record in metrics["curve"]))
+    print(f"continuing from {weights} at step {metrics['best']['step']}", file=sys.stderr)
+    return int(metrics["best"]["step"]), float(metrics["best"]["heldout_top5"])
 
 
 def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, replacement, step, best,
-                       generator, log) -> float:
+                       generator, log, start) -> float:
     from safetensors.torch import save_file
 
     started = time.time()
     metrics = evaluate(model, heldout, tokenizer, replacement, config)
     record = {"step": step, "tokens": step * config.batch_size * config.seq_len,
-              "lr": learning_rate(step, config), "eval_seconds": round(time.time() - started, 1),
+              "lr": learning_rate(step, config, start), "eval_seconds": round(time.time() - started, 1),
               "time": time.strftime("%Y-%m-%dT%H:%M:%S"), **{k: v for k, v in metrics.items() if k != "probes"}}
     log.write(json.dumps(record) + "\n")
     log.flush()
@@ -292,7 +320,7 @@ def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, repla
         (work / "best.json").write_text(json.dumps({**record, "probes": metrics["probes"],
                                                     "config": config.__dict__}, indent=2))
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                "best": best, "generator": generator.get_state()}, work / "resume.tmp")
+                "best": best, "generator": generator.get_state(), "start": start}, work / "resume.tmp")
     os.replace(work / "resume.tmp", work / "resume.pt")
     return best
 

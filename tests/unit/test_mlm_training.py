@@ -1,0 +1,95 @@
+"""The MLM training recipe: schedule, what is shipped, and continuing from shipped weights."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from vizcore import mlm_training
+from vizcore.mlm_training import (
+    MASK_ROW_KEY,
+    TrainConfig,
+    apply_changed_state,
+    changed_state,
+    learning_rate,
+    load_tokenizer,
+    new_mlm_model,
+)
+
+
+def test_learning_rate_warms_up_stays_flat_then_decays_to_a_tenth():
+    config = TrainConfig(steps=1000, lr=1e-3, warmup=100, decay_fraction=0.25)
+    assert learning_rate(0, config) == pytest.approx(1e-5)
+    assert learning_rate(99, config) == pytest.approx(1e-3)
+    assert learning_rate(500, config) == pytest.approx(1e-3)
+    assert learning_rate(750, config) == pytest.approx(1e-3)
+    assert learning_rate(875, config) == pytest.approx(1e-3 * (1 - 0.9 * 0.5))
+    assert learning_rate(1000, config) == pytest.approx(1e-4)
+
+
+def test_learning_rate_after_a_warm_start_warms_up_again_and_decays_over_the_new_steps():
+    config = TrainConfig(steps=3000, lr=1e-3, warmup=100, decay_fraction=0.25)
+    start = 2000
+    assert learning_rate(start, config, start) == pytest.approx(1e-5)
+    assert learning_rate(start + 100, config, start) == pytest.approx(1e-3)
+    assert learning_rate(2750, config, start) == pytest.approx(1e-3)  # decay: last quarter of 1000 new steps
+    assert learning_rate(3000, config, start) == pytest.approx(1e-4)
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    """The embedded encoder with a new MLM head, nudged as training would nudge it."""
+    tokenizer = load_tokenizer()
+    model = new_mlm_model(attn="eager")
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "layer.3" in name or "cls.predictions" in name:
+                parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
+        model.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id] = 0.5
+    return tokenizer, model
+
+
+def test_changed_state_ships_what_training_changes_and_not_the_frozen_vocabulary(tuned):
+    tokenizer, model = tuned
+    state = changed_state(model, tokenizer.mask_token_id)
+    assert "bert.embeddings.word_embeddings.weight" not in state
+    assert "cls.predictions.decoder.weight" not in state
+    assert "bert.encoder.layer.3.attention.self.query.weight" in state
+    assert torch.all(state[MASK_ROW_KEY] == 0.5)
+    size = sum(t.numel() for t in state.values()) * 2  # fp16 bytes
+    assert size < 50e6
+
+
+def test_shipped_state_applied_to_a_fresh_model_gives_the_same_predictions(tuned):
+    tokenizer, model = tuned
+    state = {k: v.half() for k, v in changed_state(model, tokenizer.mask_token_id).items()}
+    fresh = new_mlm_model(attn="eager")
+    apply_changed_state(fresh, {k: v.float() for k, v in state.items()}, tokenizer.mask_token_id)
+    ids = tokenizer("The cat sat on the [MASK].", return_tensors="pt")["input_ids"]
+    model.eval(), fresh.eval()
+    with torch.no_grad():
+        expected, got = model(input_ids=ids).logits, fresh(input_ids=ids).logits
+    assert (expected - got).abs().max() < 0.05  # fp16 storage, nothing else
+    assert torch.equal(expected[0, 6].topk(5).indices, got[0, 6].topk(5).indices)
+
+
+def test_warm_start_loads_the_weights_and_carries_the_curve_and_step_count_on(tuned, tmp_path):
+    tokenizer, model = tuned
+    weights = tmp_path / "minilm-mlm.safetensors"
+    from safetensors.torch import save_file
+
+    save_file({k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()},
+              str(weights))
+    curve = [{"step": 250, "heldout_top5": 0.41}, {"step": 500, "heldout_top5": 0.47}]
+    weights.with_suffix(".json").write_text(json.dumps({"best": curve[-1], "curve": curve}))
+    work = tmp_path / "work"
+    work.mkdir()
+    fresh = new_mlm_model(attn="eager")
+    step, best = mlm_training._warm_start(work, fresh, weights, tokenizer.mask_token_id)
+    assert (step, best) == (500, 0.47)
+    logged = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines()]
+    assert logged == curve
+    row = fresh.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id]
+    assert np.allclose(row.detach().numpy(), 0.5)
