@@ -13,9 +13,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from tests.unit.tiny_mlm import make_mlm_weights
 from vizcore.errors import VizError
 from vizcore.fill_mask import fill_mask
-from vizcore.mlm_training import MASK_ROW_KEY, changed_state, load_tokenizer, new_mlm_model
+from vizcore.mlm_training import MASK_ROW_KEY, new_mlm_model
 from vizcore.mlm_weights import (
     DEFAULT_WEIGHTS,
     MLM_LABEL,
@@ -32,18 +33,8 @@ SENTENCE = "The cat sat on the [MASK]."
 
 @pytest.fixture(scope="module")
 def made_weights(tmp_path_factory):
-    """A weights file in the shipped format (fp16 changed tensors) plus a metrics file beside it."""
-    tokenizer = load_tokenizer()
-    model = new_mlm_model("eager")
-    generator = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for tensor in (model.cls.predictions.bias, model.cls.predictions.transform.dense.weight,
-                       model.bert.encoder.layer[5].output.dense.bias,
-                       model.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id]):
-            tensor.copy_(torch.randn(tensor.shape, generator=generator))
-    state = {k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()}
-    path = tmp_path_factory.mktemp("mlm-weights") / "minilm-mlm.safetensors"
-    save_file(state, str(path))
+    """A weights file in the shipped format plus a metrics file beside it."""
+    path = make_mlm_weights(tmp_path_factory.mktemp("mlm-weights") / "minilm-mlm.safetensors")
     best = {"step": 1234, "heldout_top1": 0.41, "heldout_top5": 0.6, "probes_right": 25}
     path.with_suffix(".json").write_text(json.dumps({"best": best}))
     return path

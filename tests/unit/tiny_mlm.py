@@ -86,3 +86,27 @@ def tiny_mlm_dir(tmp_path_factory):
         return made[kind]
 
     return make
+
+
+def make_mlm_weights(path: Path, seed: int = 7) -> Path:
+    """A weights file in the shipped format (fp16 changed tensors) for the built-in masked-LM.
+
+    The untrained MLM with a few tensors (head bias and dense, one encoder bias, the [MASK] row) set
+    to random values, so that applying the file visibly changes the model. Never shipped: tests only.
+    """
+    from safetensors.torch import save_file
+
+    from vizcore.mlm_training import changed_state, load_tokenizer, new_mlm_model
+
+    tokenizer = load_tokenizer()
+    model = new_mlm_model("eager")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for tensor in (model.cls.predictions.bias, model.cls.predictions.transform.dense.weight,
+                       model.bert.encoder.layer[5].output.dense.bias,
+                       model.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id]):
+            tensor.copy_(torch.randn(tensor.shape, generator=generator))
+    state = {k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path))
+    return path

@@ -1,0 +1,75 @@
+"""Masked-LM figures: they show the numbers they are given, readably, with legends and hover values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from vizcore.fill_mask import LogitLens, Prediction
+from vizcore.masking_demo import draw_masking, measure_rates
+from vizcore.mlm_figures import (
+    KIND_STYLE,
+    lens_table,
+    logit_lens_heatmap,
+    mask_attention_heatmap,
+    masking_strip,
+    percent,
+    prediction_bars,
+    rates_bars,
+)
+from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+
+
+def predictions(*pairs):
+    return [Prediction(token_id=i, token=w, token_str=" " + w, score=s, sequence="") for i, (w, s) in enumerate(pairs)]
+
+
+def test_bars_are_best_first_with_exact_hover_and_escaped_words():
+    fig = prediction_bars(predictions(("paris", 0.41), ("<script>", 0.2), ("paris", 0.0021)), "t")
+    bar = fig.data[0]
+    assert list(bar.x) == [0.41, 0.2, 0.0021]
+    assert list(fig.layout.yaxis.ticktext) == ["paris", "&lt;script&gt;", "paris"]  # duplicates kept apart
+    assert list(bar.text) == ["41.0%", "20.0%", "0.21%"]
+    assert fig.layout.yaxis.autorange == "reversed" and "probability" in bar.hovertemplate
+    assert fig.layout.font.size >= 14
+
+
+@pytest.mark.parametrize(("p", "shown"), [(0.5, "50.0%"), (0.012, "1.2%"), (0.0031, "0.31%"), (1e-6, "<0.01%")])
+def test_percentages_keep_the_digits_that_matter(p, shown):
+    assert percent(p) == shown
+
+
+def test_logit_lens_heatmap_rows_are_layers_and_cells_are_words():
+    probs = np.array([[[0.1, 0.05]], [[0.3, 0.2]], [[0.9, 0.05]]], dtype=np.float32)  # (L1=3, M=1, k=2)
+    lens = LogitLens(token_ids=np.zeros((3, 1, 2), dtype=int), tokens=[[["a", "b"]], [["c", "d"]], [["e", "<"]]],
+                     probs=probs, final_token_probs=np.array([[0.01], [0.1], [0.9]], dtype=np.float32))
+    fig = logit_lens_heatmap(lens, 0, "t")
+    np.testing.assert_allclose(fig.data[0].z, probs[:, 0, :])
+    assert list(fig.layout.yaxis.ticktext) == ["embeddings", "layer 1", "layer 2"]
+    assert fig.data[0].text[2][1] == "&lt;<br>5.0%" and fig.data[0].colorbar.title.text == "probability"
+    table = lens_table(lens, 0)
+    assert list(table.columns) == ["layer", "rank", "word", "probability"] and len(table) == 6
+    assert table.iloc[-2].tolist()[:3] == ["layer 2", 1, "e"]
+
+
+def test_mask_attention_heatmap_keeps_rows_and_repeated_tokens():
+    matrix = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0]])
+    fig = mask_attention_heatmap(matrix, ["head 1", "head 2"], ["the", "[MASK]", "the"], "t", "head")
+    np.testing.assert_allclose(fig.data[0].z, matrix)
+    assert list(fig.data[0].x) == [0, 1, 2] and fig.data[0].colorbar.title.text == "weight"
+    assert "head 2 → 1: [MASK]" == fig.data[0].customdata[1][1]
+
+
+def test_masking_strip_colours_each_token_by_kind_with_a_legend():
+    tokenizer = AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[DEFAULT_MODEL].source()))
+    draw = draw_masking(tokenizer, "one two three four five six seven eight nine ten eleven twelve", 5)
+    fig = masking_strip(draw, "t")
+    assert [trace.name for trace in fig.data[1:]] == [name for name, _ in KIND_STYLE.values()]
+    cells = [c for row in fig.data[0].text for c in row if c]
+    assert len(cells) == len(draw.tokens) == 14 and cells[0] == "[CLS]"
+    rates = measure_rates(tokenizer, "one two three four five", draws=300, seed=0)
+    bars = rates_bars(rates, "t")
+    rows = rates.rows()
+    np.testing.assert_allclose(bars.data[0].error_y.array, [2 * r["std_error"] for r in rows])
+    np.testing.assert_allclose(bars.data[1].y, [0.15, 0.8, 0.1, 0.1])
