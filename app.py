@@ -10,6 +10,7 @@ PAGES = [
     st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
     st.Page("pages/attention.py", title="Attention Explorer", icon="🔬", url_path="attention"),
     st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
+    st.Page("pages/fill_mask.py", title="Fill-mask", icon=":material/edit_note:", url_path="fill-mask"),
 ]
 
 sidebar()

@@ -1,0 +1,189 @@
+"""AppTest: the Fill-mask page, driven like a user would, asserting on what is shown.
+
+The built-in masked-LM runs on a weights file made here (``VIZCORE_MLM_WEIGHTS``) unless the real
+shipped weights are committed, so the page is tested before and after the lead's export.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from transformers import pipeline
+
+from tests.app.conftest import decode_plotly
+from tests.unit.tiny_mlm import build_tiny_mlm, make_mlm_weights
+from ui.fill_mask_state import DEFAULT_TEXT, OTHER_MODEL
+from ui.state import get_model
+from vizcore.fill_mask import fill_mask
+from vizcore.mlm_weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
+
+PAGE = "pages/fill_mask.py"
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory):
+    if DEFAULT_WEIGHTS.is_file():
+        return None
+    return make_mlm_weights(tmp_path_factory.mktemp("app-mlm") / "minilm-mlm.safetensors")
+
+
+@pytest.fixture(scope="module")
+def roberta_dir(tmp_path_factory):
+    return build_tiny_mlm("roberta", tmp_path_factory.mktemp("app-roberta"))
+
+
+@pytest.fixture
+def app(new_app, weights, monkeypatch):
+    if weights is not None:
+        monkeypatch.setenv(WEIGHTS_ENV, str(weights))
+    return new_app(PAGE).run()
+
+
+def chart(at, key: str) -> dict:
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(key):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart {key}; have {[e.proto.id for e in at.get('plotly_chart')]}")
+
+
+def table_with(at, column: str):
+    """The first table showing ``column`` (AppTest does not expose st.dataframe keys)."""
+    for element in at.dataframe:
+        if column in element.value.columns:
+            return element.value
+    raise AssertionError(f"no table with a '{column}' column")
+
+
+def bar_words(at, number: int = 0) -> list[str]:
+    return chart(at, f"fill_mask.bars{number}")["layout"]["yaxis"]["ticktext"]
+
+
+def bar_scores(at, number: int = 0) -> np.ndarray:
+    return decode_plotly(chart(at, f"fill_mask.bars{number}")["data"][0]["x"])
+
+
+def test_default_page_shows_the_builtin_masked_lm_predictions(app, weights):
+    assert not app.exception
+    assert app.title[0].value == "Fill in the blank: masked-word prediction"
+    assert app.selectbox(key="fill_mask.model_choice").value == MLM_MODEL
+    assert app.text_area(key="fill_mask.text").value == DEFAULT_TEXT
+    expected = fill_mask(get_model(MLM_MODEL, "auto", "mlm"), DEFAULT_TEXT).masks[0].predictions
+    assert bar_words(app) == [p.token for p in expected]
+    np.testing.assert_allclose(bar_scores(app), [p.score for p in expected], rtol=1e-6)
+    assert "MLM-tuned here" in app.caption[0].value and "bert-base-uncased" in app.caption[0].value
+
+
+@pytest.mark.skipif(not DEFAULT_WEIGHTS.is_file(), reason="the shipped weights are not committed yet")
+def test_shipped_model_puts_paris_in_the_top_5(app):
+    assert "paris" in bar_words(app)
+
+
+def test_top_k_slider_sets_the_number_of_bars(app):
+    app.slider(key="fill_mask.top_k").set_value(10).run()
+    assert len(bar_words(app)) == 10
+    assert np.all(np.diff(bar_scores(app)) <= 0)
+
+
+def test_two_masks_get_their_own_bars_and_an_iterative_fill(app):
+    app.button(key="fill_mask.example3").click().run()
+    text = app.text_area(key="fill_mask.text").value
+    assert text.count("[MASK]") == 2
+    assert len(bar_words(app, 0)) == len(bar_words(app, 1)) == 5
+    steps = table_with(app, "sentence so far")
+    assert list(steps["step"]) == [1, 2] and sorted(steps["mask at token"]) == [2, 6]
+    assert "[MASK]" not in steps["sentence so far"].iloc[-1]
+    assert steps["word"].iloc[0] in (bar_words(app, 0)[0], bar_words(app, 1)[0])  # the surer mask goes first
+
+
+def test_clicking_a_word_masks_it(app):
+    app.button(key="fill_mask.example1").click().run()  # The cat sat on the [MASK].
+    assert app.button(key="fill_mask.word1").proto.label == "cat"
+    app.button(key="fill_mask.word1").click().run()
+    assert app.text_area(key="fill_mask.text").value == "The [MASK] sat on the [MASK]."
+    assert len(app.get("plotly_chart")) >= 2 and bar_words(app, 1)
+
+
+def test_logit_lens_has_a_row_per_layer_ending_in_the_prediction(app):
+    lens = chart(app, "fill_mask.lens")["data"][0]
+    z = decode_plotly(lens["z"])
+    assert z.shape == (7, 5)  # embeddings + 6 layers, top 5
+    assert chart(app, "fill_mask.lens")["layout"]["yaxis"]["ticktext"][0] == "embeddings"
+    assert [cell.split("<br>")[0] for cell in lens["text"][-1]] == bar_words(app)
+    np.testing.assert_allclose(z[-1], bar_scores(app), rtol=1e-4)
+
+
+def test_mask_attention_by_layer_and_head(app):
+    spec = chart(app, "fill_mask.attention")
+    z = decode_plotly(spec["data"][0]["z"])
+    assert z.shape == (12, 9)  # 12 heads x [CLS] the capital of france is [MASK] . [SEP]
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-4)
+    app.slider(key="fill_mask.attention_layer").set_value(2).run()
+    assert "layer 2" in chart(app, "fill_mask.attention")["layout"]["title"]["text"]
+    app.radio(key="fill_mask.attention_view").set_value("Every layer, mean over heads").run()
+    assert decode_plotly(chart(app, "fill_mask.attention")["data"][0]["z"]).shape == (6, 9)
+
+
+def test_masking_rule_tab_shows_one_draw_and_rates_near_the_targets(app):
+    rates = table_with(app, "std_error")
+    assert list(rates["target"]) == ["15%", "80%", "10%", "10%"]
+    measured = [float(v.rstrip("%")) / 100 for v in rates["measured"]]
+    assert measured == pytest.approx([0.15, 0.8, 0.1, 0.1], abs=0.03)
+    table = table_with(app, "what happened")
+    assert table["what happened"].iloc[0] == "special (never selected)"
+    changed = table[table["what happened"] == "[MASK]"]
+    assert (changed["model sees"] == "[MASK]").all()
+    app.button(key="fill_mask.next_seed").click().run()
+    assert app.number_input(key="fill_mask.seed").value == 1
+    assert "seed 1" in chart(app, "fill_mask.strip")["layout"]["title"]["text"]
+
+
+def test_text_without_a_mask_says_how_to_add_one(app):
+    app.text_area(key="fill_mask.text").set_value("The cat sat on the mat.").run()
+    assert not app.exception
+    assert "no mask" in app.error[0].value
+    assert [b.proto.label for b in app.button if b.key.startswith("fill_mask.word")][:2] == ["The", "cat"]
+
+
+@pytest.mark.parametrize(("text", "message"), [("", "empty"), ("word " * 600 + "[MASK]", "past the first 512")])
+def test_bad_sentences_give_a_message_not_a_traceback(app, text, message):
+    app.text_area(key="fill_mask.text").set_value(text).run()
+    assert not app.exception
+    assert message in app.error[0].value
+
+
+def test_long_text_with_an_early_mask_is_truncated_with_a_warning(app):
+    app.text_area(key="fill_mask.text").set_value("The [MASK] is here. " + "word " * 600).run()
+    assert not app.exception and "at most 512" in app.warning[0].value
+
+
+def test_markup_and_emoji_are_just_tokens(app):
+    app.text_area(key="fill_mask.text").set_value("<script>alert(1)</script> 🦊 is [MASK].").run()
+    assert not app.exception and len(bar_words(app)) == 5
+    assert any("`[UNK]`" in m.value and "`<`" in m.value for m in app.markdown)  # the emoji is unknown
+
+
+def test_another_masked_lm_from_a_local_folder_equals_the_pipeline(app, roberta_dir):
+    app.selectbox(key="fill_mask.model_choice").set_value(OTHER_MODEL).run()
+    app.text_input(key="fill_mask.model_other").set_value(str(roberta_dir)).run()
+    assert not app.exception
+    expected = pipeline("fill-mask", model=str(roberta_dir), device="cpu")("The capital of France is <mask>.")
+    assert bar_words(app) == [e["token_str"].strip() for e in expected]
+    np.testing.assert_allclose(bar_scores(app), [e["score"] for e in expected], rtol=1e-5)
+
+
+def test_an_encoder_without_mlm_head_is_refused_and_the_sentence_kept(app):
+    app.selectbox(key="fill_mask.model_choice").set_value(OTHER_MODEL).run()
+    app.text_input(key="fill_mask.model_other").set_value("all-MiniLM-L6-v2").run()
+    assert "no trained masked-LM head" in app.error[0].value
+    assert app.session_state["fill_mask.text"] == DEFAULT_TEXT
+
+
+def test_missing_weights_say_how_to_make_them(new_app, tmp_path, monkeypatch):
+    monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path / "absent.safetensors"))
+    get_model.clear()  # a model loaded by an earlier test would hide the missing file
+    at = new_app(PAGE).run()
+    get_model.clear()
+    assert not at.exception
+    assert "python -m vizcore.mlm_training" in at.error[0].value and "bert-base-uncased" in at.error[0].value
