@@ -170,7 +170,7 @@ def test_another_masked_lm_from_a_local_folder_equals_the_pipeline(app, roberta_
     assert not app.exception
     expected = pipeline("fill-mask", model=str(roberta_dir), device="cpu")("The capital of France is <mask>.")
     assert bar_words(app) == [e["token_str"].strip() for e in expected]
-    np.testing.assert_allclose(bar_scores(app), [e["score"] for e in expected], rtol=1e-5)
+    np.testing.assert_allclose(bar_scores(app), [e["score"] for e in expected], rtol=1e-4)
 
 
 def test_an_encoder_without_mlm_head_is_refused_and_the_sentence_kept(app):

@@ -50,7 +50,7 @@ def test_predictions_equal_the_transformers_pipeline(models, kind, text):
         assert [p.token_id for p in mask.predictions] == [e["token"] for e in expected]
         assert [p.token_str for p in mask.predictions] == [e["token_str"] for e in expected]
         assert [p.sequence for p in mask.predictions] == [e["sequence"] for e in expected]
-        np.testing.assert_allclose([p.score for p in mask.predictions], [e["score"] for e in expected], rtol=1e-5)
+        np.testing.assert_allclose([p.score for p in mask.predictions], [e["score"] for e in expected], rtol=1e-4)
         assert mask.predictions[0].score > 20 / len(loaded.tokenizer)  # a peaked distribution, not a flat tie
         assert ours.tokens[mask.index] == loaded.tokenizer.mask_token
 
@@ -123,7 +123,7 @@ def test_iterative_fill_takes_the_surest_mask_first_and_sees_earlier_choices(mod
     tops = [row[0] for row in first]
     surest = int(np.argmax([t["score"] for t in tops]))
     assert steps[0].token_id == tops[surest]["token"]
-    assert steps[0].score == pytest.approx(tops[surest]["score"], rel=1e-5)
+    assert steps[0].score == pytest.approx(tops[surest]["score"], rel=1e-4)
     assert sorted(s.index for s in steps) == fill_mask(loaded, text).mask_indices
     # Replay by hand: each step is the argmax over the still-open masks given the earlier fills.
     ids = loaded.tokenizer(as_pipeline_text(kind, text), return_tensors="pt")["input_ids"]

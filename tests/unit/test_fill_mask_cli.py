@@ -38,7 +38,7 @@ def test_json_lists_each_mask_with_decoded_words_and_probabilities(capsys, tiny_
     for mask, rows in zip(data["masks"], expected):
         assert data["tokens"][mask["index"]] in ("[MASK]", "<mask>")
         assert [p["token"] for p in mask["predictions"]] == [r["token_str"].strip() for r in rows]
-        np.testing.assert_allclose([p["score"] for p in mask["predictions"]], [r["score"] for r in rows], rtol=1e-5)
+        np.testing.assert_allclose([p["score"] for p in mask["predictions"]], [r["score"] for r in rows], rtol=1e-4)
 
 
 def test_iterative_option_fills_every_mask_once(capsys, tiny_mlm_dir):  # noqa: F811
