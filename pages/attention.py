@@ -16,6 +16,7 @@ result = ua.attention_or_stop(sel)
 for problem in ua.read_url_once(result.num_layers, result.num_heads):
     st.warning(problem)
 ua.clamp_selection(result.num_layers, result.num_heads)
+ua.keep_view_choices()
 warn_if_truncated(result)
 
 view = st.radio("View", list(ua.VIEWS), format_func=ua.VIEWS.get, horizontal=True, key=ua.KEY_VIEW)

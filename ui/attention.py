@@ -28,10 +28,19 @@ KEY_URL_READ = "attention.url_read"
 VIEWS = {
     "heatmap": "Head heatmap",
     "grid": "All heads",
+    "lines": "Head view",
+    "bertviz": "bertviz views",
     "aggregate": "Aggregations",
     "stats": "Head statistics",
+    "compare": "Compare",
+    "export": "Export",
 }
 MAX_URL_TEXT = 2_000  # longer sentences are left out of the link (browsers and chat apps cut long URLs)
+
+
+def attention_for(model: str, device: str, text: str, pair: str | None) -> AttentionResult:
+    """Attention of any model/sentence through the same cache; VizError for the caller to show."""
+    return _attention_resource(model, device, text, pair)
 
 
 def result_key(sel: Selection) -> tuple[str, str, str, str | None]:
@@ -94,6 +103,17 @@ def read_url_once(num_layers: int, num_heads: int) -> list[str]:
         else:
             problems.append(f"The link's view={view!r} is unknown; views are {', '.join(VIEWS)}.")
     return problems
+
+
+# Choices drawn only in some views; Streamlit forgets a widget's value when a run does not draw it.
+STICKY_KEYS = ("attention.aggregate", "attention.bertviz", "attention.compare_mode", "attention.compare_text",
+               "attention.compare_model", "attention.image_format", "attention.stat_map", "attention.flow_query")
+
+
+def keep_view_choices() -> None:
+    for key in STICKY_KEYS:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
 def clamp_selection(num_layers: int, num_heads: int) -> None:

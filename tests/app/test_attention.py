@@ -158,3 +158,71 @@ def test_markup_in_the_sentence_reaches_the_chart_escaped(explorer):
     at = explorer(text="<script>alert(1)</script> hi")
     labels = plotly_traces(at)[0]["x"]
     assert "&lt;" in labels and "<" not in "".join(labels)
+
+
+def iframe_html(at, index=0):
+    return at.get("iframe")[index].proto.srcdoc
+
+
+def test_head_view_embeds_our_offline_view_of_the_selected_head(explorer, reference):
+    at = explorer(view="lines", layer="5", head="2")
+    page = iframe_html(at)
+    data = json.loads(page.split("window.HEAD_VIEW = ", 1)[1].split(";\n", 1)[0])
+    np.testing.assert_allclose(data["heads"]["head 2"], reference.attention[4, 1], atol=5e-5)
+    assert "src=" not in page and "href=" not in page  # nothing is loaded from anywhere
+    assert "Hover or tap a token" in at.caption[0].value
+
+
+def test_bertviz_views_render_offline_and_limit_long_inputs(explorer):
+    at = explorer(view="bertviz", text="<img src=x onerror=alert(1)> The cat sat.")
+    for kind, marker in (("head", "head_view"), ("model", "total_heads"), ("neuron", "bertviz_params")):
+        at.radio(key="attention.bertviz").set_value(kind)
+        rerun(at)
+        assert not at.exception, kind
+        page = iframe_html(at)
+        assert "d3js.org v5" in page and "cdnjs" not in page and "<img" not in page, kind
+        assert marker in page or kind == "head", kind
+    assert "offline" in at.caption[0].value
+    at.pinned["text"] = "word " * 40  # 42 tokens: over the neuron view's limit of 32
+    rerun(at)
+    assert "limited here to 32 tokens" in at.info[0].value
+
+
+def test_compare_two_sentences_shows_both_and_their_difference(explorer):
+    at = explorer(view="compare", layer="3", head="4")
+    assert at.text_input(key="attention.compare_text").value.endswith("too wide.")
+    traces = [plotly_traces(at, i)[0] for i in range(3)]
+    first, second, difference = (decode_plotly(t["z"]) for t in traces)
+    np.testing.assert_allclose(difference, first - second, atol=1e-6)
+    assert any("tired/wide" in label for label in traces[2]["x"])
+    at.text_input(key="attention.compare_text").set_value("A much longer sentence with many more words in it.")
+    rerun(at)
+    assert "a difference needs the same number of tokens" in at.info[0].value
+
+
+def test_compare_two_models_reports_a_model_that_cannot_load(explorer):
+    at = explorer(view="compare")
+    at.radio(key="attention.compare_mode").set_value("models")
+    rerun(at)
+    at.selectbox(key="attention.compare_model").set_value("bert-base-uncased")
+    rerun(at)
+    assert not at.exception
+    assert at.error and "bert-base-uncased" in at.error[0].value
+
+
+def test_export_offers_files_and_the_image_format(explorer):
+    at = explorer(view="export", layer="2", head="5")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["This head as CSV", "This head as JSON", "All heads as CSV", "All heads as JSON",
+                      "Head view as HTML (offline)"]
+    at.radio(key="attention.image_format").set_value("svg")
+    rerun(at)
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    assert config["toImageButtonOptions"]["format"] == "svg"
+
+
+def test_export_limits_all_heads_files_for_long_inputs(explorer):
+    at = explorer(view="export", text="word " * 140)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "All heads as CSV" not in labels and "This head as CSV" in labels
+    assert "limited to 128 tokens" in at.info[0].value
