@@ -11,6 +11,7 @@ from ui.inside import (
     get_scaling,
     get_steps,
     get_variance_curve,
+    or_none,
     or_stop,
     show_check,
     show_matrix,
@@ -149,18 +150,20 @@ with tabs[3]:
     st.subheader("Padding mask: two sentences in one batch")
     other = st.text_input("Second sentence of the batch", "It was tired.", key=f"{PAGE}.pad_other",
                           help="Batched with the sidebar sentence; the shorter one is padded with [PAD].")
-    padding = or_stop(get_padding, sel.model, sel.device, sel.text, other, layer - 1, head - 1)
-    short = padding.tokens[padding.short]
-    short_labels = token_labels(short)
-    show_matrix(padding.weights, f"The shorter sentence in the batch, layer {layer}, head {head}",
-                f"{PAGE}.padded", rows=short_labels, cols=short_labels, row_title="query", col_title="key",
-                value_name="weight", diverging=False, zrange=(0.0, 1.0))
-    n_pad = int((padding.attention_mask[padding.short] == 0).sum())
-    cols = st.columns(2)
-    cols[0].metric(f"Largest weight on the {n_pad} [PAD] keys (all layers, heads)", f"{padding.max_on_padding:.1e}")
-    show_check("max |Δ| vs the sentence run alone (real tokens)", padding.max_diff_vs_alone, cols[1])
-    st.caption("Padded keys get −∞ before the softmax, so their columns are 0 and the real tokens' weights are "
-               "the same as without padding. (The [PAD] rows are computed but ignored.)")
+    padding = or_none(get_padding, sel.model, sel.device, sel.text, other, layer - 1, head - 1)
+    if padding is not None:
+        short = padding.tokens[padding.short]
+        short_labels = token_labels(short)
+        show_matrix(padding.weights, f"The shorter sentence in the batch, layer {layer}, head {head}",
+                    f"{PAGE}.padded", rows=short_labels, cols=short_labels, row_title="query", col_title="key",
+                    value_name="weight", diverging=False, zrange=(0.0, 1.0))
+        n_pad = int((padding.attention_mask[padding.short] == 0).sum())
+        cols = st.columns(2)
+        cols[0].metric(f"Largest weight on the {n_pad} [PAD] keys (all layers, heads)",
+                       f"{padding.max_on_padding:.1e}")
+        show_check("max |Δ| vs the sentence run alone (real tokens)", padding.max_diff_vs_alone, cols[1])
+        st.caption("Padded keys get −∞ before the softmax, so their columns are 0 and the real tokens' weights are "
+                   "the same as without padding. (The [PAD] rows are computed but ignored.)")
     st.subheader("Causal (look-ahead) mask: what if BERT were a decoder")
     causal = causal_weights(steps.scaled)
     left, right = st.columns(2)
@@ -180,11 +183,13 @@ with tabs[4]:
                 "recomputed) and, **without** position embeddings, the outputs are the same vectors, shuffled. "
                 "**With** them, each word's output changes.")
     seed = st.number_input("Shuffle number (changes the order)", 0, 1000, 0, key=f"{PAGE}.seed")
-    perm = or_stop(get_permutation, sel.model, sel.device, sel.text, sel.pair, int(seed))
-    shuffled = [run.tokens[i] for i in perm.order]
-    st.markdown("**Shuffled:** " + " ".join(f"`{w}`" for w in display_tokens(shuffled)))
-    cols = st.columns(2)
-    cols[0].metric("max |f(shuffled) − shuffled f(original)|, no positions", f"{perm.diff_without_positions:.1e}")
-    cols[1].metric("the same, with position embeddings", f"{perm.diff_with_positions:.3f}")
-    st.plotly_chart(change_bars(shuffled, perm.change_without, perm.change_with), key=f"{PAGE}.perm",
-                    config=CHART)
+    perm = or_none(get_permutation, sel.model, sel.device, sel.text, sel.pair, int(seed))
+    if perm is not None:
+        shuffled = [run.tokens[i] for i in perm.order]
+        st.text("Shuffled: " + " ".join(display_tokens(shuffled)))  # plain text: tokens may hold ` or *
+        cols = st.columns(2)
+        cols[0].metric("max |f(shuffled) − shuffled f(original)|, no positions",
+                       f"{perm.diff_without_positions:.1e}")
+        cols[1].metric("the same, with position embeddings", f"{perm.diff_with_positions:.3f}")
+        st.plotly_chart(change_bars(shuffled, perm.change_without, perm.change_with), key=f"{PAGE}.perm",
+                        config=CHART)

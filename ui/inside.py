@@ -38,6 +38,15 @@ def or_stop(compute: Callable[..., T], *args, **kwargs) -> T:
         st.stop()
 
 
+def or_none(compute: Callable[..., T], *args, **kwargs) -> T | None:
+    """Like ``or_stop`` but the rest of the page still runs: for one section that cannot be shown."""
+    try:
+        return compute(*args, **kwargs)
+    except VizError as error:
+        st.error(str(error))
+        return None
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def get_sinusoidal(positions: int, d_model: int) -> np.ndarray:
     return sinusoidal_encoding(positions, d_model)

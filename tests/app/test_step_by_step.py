@@ -1,0 +1,131 @@
+"""AppTest: the "Attention, step by step" page, asserting the numbers shown against the model's own."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.app.conftest import decode_plotly, set_shared
+from ui.state import DEFAULT_TEXT, OTHER_MODEL
+from vizcore.attention import extract_attention
+from vizcore.models import DEFAULT_MODEL, load_model
+
+PAGE = "pages/step_by_step.py"
+
+
+@pytest.fixture
+def app(new_app):
+    return new_app(PAGE).run()
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_model(DEFAULT_MODEL, device="cpu")
+
+
+def chart(at, key: str) -> dict:
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(key) or key in element.proto.id:
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart {key!r}")
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_default_sentence_every_check_passes_and_weights_are_the_models(app, minilm):
+    assert not app.exception and not app.error
+    shown = metrics(app)
+    for label in ("max |Δ| attention, layer 1 head 1", "max |Δ| attention, all 12 heads", "max |Δ| layer 1 output",
+                  "max |Δ| vs the model's own layer-1 input", "max |output − model's own hidden state|"):
+        assert float(shown[label]) <= 1e-5, label
+    own = extract_attention(minilm, DEFAULT_TEXT).attention
+    weights = decode_plotly(chart(app, "step_by_step.weights")["data"][0]["z"])
+    np.testing.assert_allclose(weights, own[0, 0], atol=1e-5)
+    assert "shape 16 × 16" in chart(app, "step_by_step.weights")["layout"]["title"]["text"]
+    assert "shape 16 × 1536" in chart(app, "step_by_step.ffn1")["layout"]["title"]["text"]
+    assert "shape 16 × 32" in chart(app, "step_by_step.q")["layout"]["title"]["text"]
+
+
+def test_layer_and_head_sliders_are_one_based(app, minilm):
+    app.slider(key="step_by_step.layer").set_value(4).run()
+    app.slider(key="step_by_step.head").set_value(7).run()
+    assert not app.exception
+    shown = metrics(app)
+    assert float(shown["max |Δ| attention, layer 4 head 7"]) <= 1e-5 and float(shown["max |Δ| layer 4 output"]) <= 1e-5
+    weights = decode_plotly(chart(app, "step_by_step.weights")["data"][0]["z"])
+    np.testing.assert_allclose(weights, extract_attention(minilm, DEFAULT_TEXT).attention[3, 6], atol=1e-5)
+    causal = decode_plotly(chart(app, "step_by_step.causal")["data"][0]["z"])
+    assert np.triu(causal, 1).max() == 0.0 and np.allclose(causal.sum(1), 1.0, atol=1e-5)
+
+
+def test_embedding_parts_table_and_pair_segments(app):
+    set_shared(app, text="The cat sat.", pair="It slept.")
+    assert not app.exception
+    ids = app.dataframe[0].value
+    assert list(ids.iloc[0]) == ["[CLS]", "the", "cat", "sat", ".", "[SEP]", "it", "slept", ".", "[SEP]"]
+    assert list(ids.loc["segment id"]) == ["0"] * 6 + ["1"] * 4
+    assert float(metrics(app)["max |Δ| vs the model's own layer-1 input"]) <= 1e-5
+
+
+def test_sqrt_dk_demo_measures_the_variance(app):
+    app.select_slider(key="step_by_step.dk").set_value(256).run()
+    shown = metrics(app)
+    assert float(shown["Var(q·k), 2,000 random pairs"].replace(",", "")) == pytest.approx(256, rel=0.12)
+    assert float(shown["Var(q·k / √d_k)"]) == pytest.approx(1.0, rel=0.12)
+    bars = chart(app, "step_by_step.softmax")["data"]
+    assert "entropy" in bars[0]["name"] and "√256" in bars[1]["name"]
+
+
+def test_padding_demo_and_its_bad_input(app):
+    shown = metrics(app)
+    assert shown["Largest weight on the 10 [PAD] keys (all layers, heads)"] == "0.0e+00"
+    assert float(shown["max |Δ| vs the sentence run alone (real tokens)"]) <= 1e-5
+    padded = decode_plotly(chart(app, "step_by_step.padded")["data"][0]["z"])
+    assert padded.shape == (16, 16) and padded[:, 6:].max() == 0.0
+    app.text_input(key="step_by_step.pad_other").set_value("").run()
+    assert not app.exception and "empty" in app.error[0].value
+    assert "the same, with position embeddings" in metrics(app)  # the rest of the page still runs
+
+
+def test_permutation_demo(app):
+    shown = metrics(app)
+    assert float(shown["max |f(shuffled) − shuffled f(original)|, no positions"]) <= 1e-5
+    assert float(shown["the same, with position embeddings"]) > 0.5
+    before = app.text[0].value
+    app.number_input(key="step_by_step.seed").set_value(5).run()
+    assert app.text[0].value != before and app.text[0].value.startswith("Shuffled: [CLS]")
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_empty_sentence_is_a_clear_message(app, text):
+    set_shared(app, text=text)
+    assert not app.exception and "empty" in app.error[0].value
+
+
+def test_markup_emoji_and_a_one_word_sentence(app):
+    set_shared(app, text="<script>alert(1)</script> 🦊")
+    assert not app.exception and float(metrics(app)["max |Δ| layer 1 output"]) <= 1e-5
+    assert "[UNK]" in app.dataframe[0].value.iloc[0].tolist()
+    set_shared(app, text="Hello")
+    assert not app.exception and "two different words" in app.error[0].value
+
+
+def test_100k_characters_are_truncated_with_a_warning_and_still_exact(app):
+    set_shared(app, text="many words here " * 6250)
+    assert not app.exception
+    assert "at most 512" in app.warning[0].value
+    assert float(metrics(app)["max |Δ| layer 1 output"]) <= 1e-5
+
+
+def test_decoder_shows_its_own_causal_pattern(app, tiny_model_dir):
+    set_shared(app, model_choice=OTHER_MODEL, model_other=str(tiny_model_dir("gpt2")))
+    assert not app.exception
+    assert "decoder" in app.warning[0].value
+    assert metrics(app)["Largest weight on a later key (0 = causal)"] == "0.0e+00"
+
+
+def test_unknown_model_is_a_clear_message(app):
+    set_shared(app, model_choice=OTHER_MODEL, model_other="/no/such/model")
+    assert not app.exception and "does not exist" in app.error[0].value
