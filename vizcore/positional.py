@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from vizcore.errors import VizError
-from vizcore.models import LoadedModel
+
+if TYPE_CHECKING:  # torch and the model stack only for learned positions: the CLI table stays light
+    import torch
+
+    from vizcore.models import LoadedModel
 
 MAX_POSITIONS = 2048
 MAX_DIM = 1024
@@ -151,12 +155,14 @@ class LearnedPositions:
     available: int  # how many positions the model has in total
 
 
-def learned_positions(loaded: LoadedModel, positions: int) -> LearnedPositions:
+def learned_positions(loaded: "LoadedModel", positions: int) -> LearnedPositions:
     """The first ``positions`` rows of the model's absolute position embeddings.
 
     Supported: BERT-family (``embeddings.position_embeddings``, incl. DistilBERT and RoBERTa) and
     GPT-2 (``wpe``). Models with rotary or relative positions have no such table: a VizError says so.
     """
+    import torch
+
     module = _position_module(loaded)
     weight = module.weight.detach().to("cpu", torch.float64).numpy()
     first = 0
@@ -170,7 +176,9 @@ def learned_positions(loaded: LoadedModel, positions: int) -> LearnedPositions:
                             available=available)
 
 
-def _position_module(loaded: LoadedModel) -> torch.nn.Embedding:
+def _position_module(loaded: "LoadedModel") -> "torch.nn.Embedding":
+    import torch
+
     model = loaded.model
     base = getattr(model, "base_model", model)
     embeddings = getattr(base, "embeddings", None)

@@ -2,8 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -196,9 +194,3 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     captured = capsys.readouterr()
     assert captured.out == "" and message in captured.err and captured.err.count("\n") == 1
 
-
-def test_python_dash_m_vizcore_positional():
-    done = subprocess.run([sys.executable, "-m", "vizcore", "positional", "--positions", "3", "--dim", "2"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["encoding"][2] == pytest.approx([math.sin(2), math.cos(2)])
