@@ -1,0 +1,80 @@
+"""The model card is written from the export's metrics file, every number traceable to it."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from vizcore.mlm_card import MAX_CURVE_ROWS, main, verdict, write_card
+
+
+def metrics(top5: float = 0.612, evaluations: int = 60) -> dict:
+    curve = [{"step": 250 * (i + 1), "tokens": 250 * (i + 1) * 2048, "heldout_loss": 3.0 - i / 100,
+              "heldout_top1": 0.3 + i / 1000, "heldout_top5": 0.45 + i * (top5 - 0.45) / (evaluations - 1),
+              "probes_right": 15 + i // 10} for i in range(evaluations)]
+    best = {**curve[-1], "heldout_top5": top5, "heldout_mask_top5": 0.655, "heldout_positions": 31_337,
+            "probes": [{"text": "The capital of France is [MASK].", "top5": ["paris", "london", "rome", "lyon", "|"],
+                        "hit": True},
+                       {"text": "Ice is frozen [MASK].", "top5": ["ice", "snow", "in", "and", "."], "hit": False}],
+            "config": {"steps": 15000, "lr": 0.0002, "batch_size": 32}}
+    corpus = {"sources": {"wordnet": {"documents": 117033, "words": 1457586},
+                          "gcide": {"documents": 162437, "words": 2849628}},
+              "seq_len": 64, "train_windows": 131674, "heldout_windows": 3268}
+    return {"best": best, "corpus": corpus, "curve": curve}
+
+
+@pytest.fixture
+def written(tmp_path):
+    path = tmp_path / "minilm-mlm.json"
+    path.write_text(json.dumps(metrics()))
+    (tmp_path / "minilm-mlm.safetensors").write_bytes(b"x" * 2_500_000)
+    write_card(path)
+    return tmp_path
+
+
+def test_card_reports_the_best_checkpoint_numbers(written):
+    card = (written / "MODEL_CARD.md").read_text()
+    assert "step **15,000**" in card and "top-1 35.9%" in card and "top-5 61.2%" in card
+    assert "31,337 selected positions" in card and "[MASK]: 65.5%" in card
+    assert "**20 of 40**" in card and "Reaches the goal of 60%" in card
+    assert "(2.5 MB)" in card and "| lr | 0.0002 |" in card
+
+
+def test_card_names_sources_with_licences_and_word_counts(written):
+    card = (written / "MODEL_CARD.md").read_text()
+    assert "| wordnet | WordNet 3.0 glosses and example sentences | Debian `wordnet-base` |" in card
+    assert "GPL-2+" in card and "| **total** | | | | | **4,307,214** |" in card
+    assert "131,674 for training, 3,268 held out" in card
+
+
+def test_card_lists_probes_and_a_bounded_learning_curve(written):
+    card = (written / "MODEL_CARD.md").read_text()
+    assert "| ✓ | The capital of France is [MASK]. | paris, london, rome, lyon, \\| |" in card
+    assert "| ✗ | Ice is frozen [MASK]. |" in card
+    rows = [line for line in card.splitlines() if line.startswith("| ") and "/40 |" in line]
+    assert len(rows) <= MAX_CURVE_ROWS + 1 and rows[0].startswith("| 250 |") and rows[-1].startswith("| 15,000 |")
+
+
+def test_learning_curve_svg_is_valid_with_both_lines(written):
+    svg = ET.parse(written / "learning-curve.svg").getroot()
+    lines = svg.findall("{http://www.w3.org/2000/svg}polyline")
+    assert len(lines) == 2 and all(len(line.get("points").split()) == 60 for line in lines)
+    assert "learning-curve.svg" in (written / "MODEL_CARD.md").read_text()
+
+
+@pytest.mark.parametrize(("top5", "says"), [(0.6, "Reaches the goal"), (0.57, "above the 55% floor"),
+                                            (0.5, "BELOW the 55% floor")])
+def test_verdict_follows_the_issue_thresholds(top5, says):
+    assert says in verdict(top5, metrics(top5)["curve"])
+
+
+def test_missing_or_broken_metrics_give_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["--metrics", str(tmp_path / "none.json")]) == 2
+    assert "run python -m vizcore.mlm_training export" in capsys.readouterr().err
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    assert main(["--metrics", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "not valid JSON" in err and len(err.strip().splitlines()) == 1
