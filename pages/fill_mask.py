@@ -149,6 +149,7 @@ def show_masking_rule(name: str, device: str) -> None:
                "suspicious. A short sentence often gets no selected token at all in one draw.")
 
 
+fm.init_from_query_params()
 st.title("Fill in the blank: masked-word prediction")
 device = selection().device
 name = choose_model()

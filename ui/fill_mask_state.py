@@ -35,6 +35,22 @@ EXAMPLES = [
 ]
 
 
+def init_from_query_params() -> None:
+    """A shared link (``/fill-mask?mlm=roberta-base&masked=Paris+is+the+<mask>.``) sets the page once."""
+    if "fill_mask.initialised" in st.session_state:
+        return
+    st.session_state["fill_mask.initialised"] = True
+    params = st.query_params
+    if params.get("masked"):
+        st.session_state[KEY_TEXT] = params["masked"]
+    model = (params.get("mlm") or "").strip()
+    if model in MLM_CHOICES:
+        st.session_state[KEY_MODEL_CHOICE] = model
+    elif model:
+        st.session_state[KEY_MODEL_CHOICE] = OTHER_MODEL
+        st.session_state[KEY_MODEL_OTHER] = model
+
+
 def model_name() -> str:
     state = st.session_state
     choice = state.get(KEY_MODEL_CHOICE, MLM_MODEL)

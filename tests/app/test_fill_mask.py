@@ -187,3 +187,11 @@ def test_missing_weights_say_how_to_make_them(new_app, tmp_path, monkeypatch):
     get_model.clear()
     assert not at.exception
     assert "python -m vizcore.mlm_training" in at.error[0].value and "bert-base-uncased" in at.error[0].value
+
+
+def test_a_shared_link_sets_the_model_and_sentence(new_app, roberta_dir):
+    at = new_app(PAGE, mlm=str(roberta_dir), masked="Paris is the [MASK] of France.").run()
+    assert at.selectbox(key="fill_mask.model_choice").value == OTHER_MODEL
+    assert at.text_input(key="fill_mask.model_other").value == str(roberta_dir)
+    assert at.text_area(key="fill_mask.text").value == "Paris is the [MASK] of France."
+    assert len(bar_words(at)) == 5 and any("`<mask>`" in m.value for m in at.markdown)
