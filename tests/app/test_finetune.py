@@ -1,0 +1,129 @@
+"""AppTest: the Fine-tuning lab on a tiny random BERT (fast), asserting on what the page shows."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.app.conftest import decode_plotly, set_shared
+from ui.state import OTHER_MODEL
+from ui.training import wait_for
+
+PAGE = "pages/finetune.py"
+
+
+@pytest.fixture
+def app(new_app, tiny_bert_dir):
+    at = new_app(PAGE).run()
+    return set_shared(at, model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
+
+
+def chart(at, title_part: str) -> dict:
+    for element in at.get("plotly_chart"):
+        spec = json.loads(element.proto.spec)
+        if title_part in spec["layout"]["title"]["text"]:
+            return spec
+    raise AssertionError(f"no chart titled {title_part!r}")
+
+
+def train(at, timeout: float = 120):
+    at.button(key="finetune.train").click().run()
+    job = at.session_state["finetune.job"]
+    wait_for(job, timeout)
+    assert not job.running
+    return job, at.run()
+
+
+def test_page_shows_the_builtin_data_and_default_settings(app):
+    assert not app.exception and not app.error
+    assert app.title[0].value == "Fine-tuning lab"
+    assert any("**348 training** (negative 174, positive 174) and **88 held-out**" in m.value for m in app.markdown)
+    assert app.radio(key="finetune.mode").value == "head"
+    assert app.number_input(key="finetune.lr_head").value == pytest.approx(2e-3)
+    assert app.button(key="finetune.stop").disabled
+
+
+def test_head_only_run_shows_accuracy_confusion_examples_and_no_head_change(app):
+    app.number_input(key="finetune.epochs").set_value(2).run()
+    job, app = train(app)
+    assert not app.exception and job.status == "done"
+    result = job.result
+    accuracy = result.final_eval_accuracy
+    assert app.metric[0].label == "Held-out accuracy" and app.metric[0].value == f"{accuracy:.1%}"
+    confusion = decode_plotly(chart(app, "Confusion matrix")["data"][0]["z"])
+    assert confusion.sum() == 88 and np.trace(confusion) / 88 == pytest.approx(accuracy)
+    assert app.metric[2].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
+    table = app.dataframe[0].value
+    assert len(table) == 88 and list(table.columns) == ["text", "label", "prediction", "confidence", "correct"]
+    assert (table["correct"] == "✓").sum() == round(accuracy * 88)
+    assert any("No head changed" in i.value for i in app.info)  # a frozen encoder keeps every attention weight
+    pca = chart(app, "PCA")
+    assert {trace["name"] for trace in pca["data"]} == {"negative", "positive"}
+
+
+def test_full_run_changes_heads_and_shows_before_and_after_maps(app):
+    app.radio(key="finetune.mode").set_value("full").run()
+    app.number_input(key="finetune.epochs").set_value(1).run()
+    app.number_input(key="finetune.lr_full").set_value(1e-3).run()
+    job, app = train(app)
+    change = decode_plotly(chart(app, "Change of each head's attention")["data"][0]["z"])
+    assert change.shape == (2, 4) and change.max() > 0
+    before = chart(app, "before fine-tuning · layer")
+    after = chart(app, "after fine-tuning · layer")
+    z_before, z_after = decode_plotly(before["data"][0]["z"]), decode_plotly(after["data"][0]["z"])
+    assert z_before.shape == z_after.shape and not np.allclose(z_before, z_after)
+    layer, head = np.unravel_index(change.argmax(), change.shape)
+    assert f"layer {layer + 1}, head {head + 1}" in before["layout"]["title"]["text"]  # the most-changed head
+
+
+def test_try_your_own_sentence_and_empty_sentence(app):
+    app.number_input(key="finetune.epochs").set_value(1).run()
+    job, app = train(app)
+    app.text_input(key="finetune.try").set_value("What a lovely, kind waiter.").run()
+    shown = [m.value for m in app.markdown if m.value.startswith("Prediction:")]
+    probabilities = job.result.classifier(
+        {k: v for k, v in job.loaded.tokenizer("What a lovely, kind waiter.", return_tensors="pt").items()}
+    ).softmax(-1)[0].detach()
+    best = int(torch.argmax(probabilities))
+    assert shown == [f"Prediction: **{job.result.label_names[best]}** ({float(probabilities[best]):.1%})"]
+    app.text_input(key="finetune.try").set_value("   ").run()
+    assert not app.exception and "empty" in app.warning[0].value
+
+
+def test_stop_keeps_the_partial_model(app):
+    app.radio(key="finetune.mode").set_value("full").run()
+    app.number_input(key="finetune.epochs").set_value(100).run()
+    app.button(key="finetune.train").click().run()
+    job = app.session_state["finetune.job"]
+    while job.running and (job.snapshot()[0] is None or job.snapshot()[0].step < 2):
+        job.join(0.05)
+    app.button(key="finetune.stop").click().run()
+    wait_for(job, 60)
+    app.run()
+    assert job.status == "stopped" and job.result.steps_done < job.result.total_steps
+    assert any("Stopped" in w.value for w in app.warning)
+    assert app.metric[2].value == f"{job.result.steps_done}/{job.result.total_steps}"
+
+
+def test_upload_choice_asks_for_a_file(app):
+    app.radio(key="finetune.source").set_value("Upload a CSV").run()
+    assert not app.exception
+    assert any("Upload a CSV to continue" in i.value for i in app.info)
+    assert app.button(key="finetune.train").disabled
+
+
+def test_unknown_model_is_a_clear_error_and_the_tiny_transformer_still_works(app):
+    set_shared(app, model_choice=OTHER_MODEL, model_other="/no/such/model")
+    assert not app.exception and "does not exist" in app.error[0].value
+    app.number_input(key="finetune.tiny_steps").set_value(50).run()
+    app.button(key="finetune.tiny_train").click().run()
+    job = app.session_state["finetune.tiny_job"]
+    job.join(60)
+    app.run()
+    assert not app.exception
+    assert any("step 50/50" in p.proto.text for p in app.get("progress"))
+    grid = chart(app, "Attention on the input")
+    assert len(grid["data"]) == 2 * 4 and "at step 50" in grid["layout"]["title"]["text"]
+    app.text_input(key="finetune.tiny_try_8").set_value("1 2 3").run()
+    assert "exactly 8 digits" in app.warning[0].value
