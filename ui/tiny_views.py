@@ -22,7 +22,7 @@ def tiny_panel() -> None:
     config = _settings()
     job: TinyJob | None = st.session_state.get(KEY_TINY_JOB)
     running = job is not None and job.running
-    left, right, _ = st.columns([1, 1, 5])
+    left, right, _ = st.columns([2, 1, 4])
     if left.button("Train from scratch", type="primary", key="finetune.tiny_train", disabled=running):
         try:
             job = TinyJob(config).start()
@@ -70,6 +70,8 @@ def _draw(polling: bool) -> None:
         index = steps.index(chosen)
     step, maps = snapshots[index]
     right.plotly_chart(tiny_attention_grid(maps, example_digits(job.config), step), key="finetune.tiny_grid", config=CHART)
+    right.caption("Rows are query positions (position:digit), columns the keys they attend to; "
+                  "hover a cell for its weight.")
     if job.config.task == "reverse":
         best = max(anti_diagonal_mass(maps[layer, head]) for layer in range(maps.shape[0])
                    for head in range(maps.shape[1]))

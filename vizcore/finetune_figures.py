@@ -125,7 +125,7 @@ def tiny_accuracy_curve(steps: list[dict], total_steps: int) -> alt.Chart:
         y=alt.Y("value:Q", title="held-out accuracy", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".1%")],
-    ).properties(height=260, width="container", title="Accuracy").configure_axis(
+    ).properties(height=260, title="Held-out accuracy (512 random sequences)").configure_axis(
         labelFontSize=TICK_FONT_SIZE, titleFontSize=FONT_SIZE).configure_legend(
         labelFontSize=TICK_FONT_SIZE).configure_title(fontSize=FONT_SIZE + 2)
 
@@ -144,10 +144,12 @@ def tiny_attention_grid(maps: np.ndarray, digits: np.ndarray, step: int) -> go.F
                 colorbar={"title": {"text": "weight"}, "tickfont": {"size": TICK_FONT_SIZE}},
                 hovertemplate="query %{y} → key %{x}<br>weight %{z:.3f}<extra></extra>",
             ), row=layer + 1, col=head + 1)
-    fig.update_xaxes(type="category", tickfont={"size": TICK_FONT_SIZE - 2}, tickangle=0)
-    fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": TICK_FONT_SIZE - 2})
+    fig.update_xaxes(type="category", tickfont={"size": TICK_FONT_SIZE}, tickangle=0)
+    fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    for column in range(2, heads + 1):  # one set of row labels per layer, at the left
+        fig.update_yaxes(showticklabels=False, col=column)
     fig.update_annotations(font_size=FONT_SIZE - 1)
-    base_layout(fig, f"Attention on the input {' '.join(map(str, digits.tolist()))} at step {step} "
-                     "(rows: query position:digit, columns: key)", height=80 + 300 * layers)
+    base_layout(fig, f"Attention on {' '.join(map(str, digits.tolist()))} at step {step}",
+                height=80 + 300 * layers)
     fig.update_layout(margin={"t": 90})
     return fig
