@@ -123,7 +123,7 @@ def test_unknown_model_is_a_clear_error_and_the_tiny_transformer_still_works(app
     app.run()
     assert not app.exception
     assert any("step 50/50" in p.proto.text for p in app.get("progress"))
-    grid = chart(app, "Attention on the input")
+    grid = chart(app, "Attention on")
     assert len(grid["data"]) == 2 * 4 and "at step 50" in grid["layout"]["title"]["text"]
     app.text_input(key="finetune.tiny_try_8").set_value("1 2 3").run()
     assert "exactly 8 digits" in app.warning[0].value
