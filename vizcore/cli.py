@@ -71,6 +71,7 @@ def add_attention_parser(subparsers: argparse._SubParsersAction) -> None:
 
 from vizcore.fill_mask_cli import add_fill_mask_parser  # noqa: E402
 from vizcore.finetune_cli import add_finetune_parser  # noqa: E402  (imports vizcore.cli's helpers lazily)
+from vizcore.cli_attention import add_aggregate_parser, add_head_stats_parser  # noqa: E402  (same)
 
 # Each issue's command registers itself here: one line per command.
 PARSER_FACTORIES: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -79,6 +80,8 @@ PARSER_FACTORIES: list[Callable[[argparse._SubParsersAction], None]] = [
     add_fill_mask_parser,
     add_positional_parser,
     add_finetune_parser,
+    add_head_stats_parser,
+    add_aggregate_parser,
 ]
 
 

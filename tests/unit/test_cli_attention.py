@@ -1,0 +1,69 @@
+"""head-stats and aggregate commands: JSON shapes, values against an independent computation, errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from vizcore.attention import extract_attention
+from vizcore.cli import main
+from vizcore.models import load_model
+
+TEXT = "The cat sat on the mat."
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_bert_dir):
+    return str(tiny_bert_dir), extract_attention(load_model(str(tiny_bert_dir), device="cpu"), TEXT)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def test_head_stats_json_matches_a_direct_computation(capsys, tiny):
+    folder, result = tiny
+    code, data, _ = run(capsys, "head-stats", "--text", TEXT, "--model", folder, "--device", "cpu")
+    assert code == 0 and data["shape"] == "[layer][head]"
+    a = result.attention.astype(np.float64)
+    np.testing.assert_allclose(data["statistics"]["max_weight"], a.max(-1).mean(-1), atol=1e-7)
+    np.testing.assert_allclose(data["statistics"]["cls"], a[..., 0].mean(-1), atol=1e-7)
+    np.testing.assert_allclose(data["statistics"]["next"],
+                               np.mean([a[..., q, q + 1] for q in range(a.shape[-1] - 1)], axis=0), atol=1e-7)
+
+
+def test_aggregate_rollout_and_mean(capsys, tiny):
+    folder, result = tiny
+    code, data, _ = run(capsys, "aggregate", "--text", TEXT, "--model", folder, "--kind", "rollout")
+    assert code == 0 and data["shape"] == "[layer][query][key]" and data["tokens"] == result.tokens
+    eye = np.eye(len(result.tokens))
+    mixed = [0.5 * result.attention[l].astype(np.float64).mean(0) + 0.5 * eye for l in range(2)]
+    np.testing.assert_allclose(data["values"][1], mixed[1] @ mixed[0], atol=1e-6)
+    code, data, _ = run(capsys, "aggregate", "--text", TEXT, "--model", folder, "--kind", "mean", "--hide-special")
+    assert "[CLS]" not in data["tokens"]
+    np.testing.assert_allclose(np.sum(data["values"], -1), 1.0, atol=1e-6)
+
+
+def test_aggregate_flow_for_chosen_queries(capsys, tiny):
+    folder, result = tiny
+    code, data, _ = run(capsys, "aggregate", "--text", TEXT, "--model", folder, "--kind", "flow", "--query", "0,2")
+    assert code == 0 and data["queries"] == [0, 2] and data["shape"] == "[query][key]"
+    values = np.asarray(data["values"])
+    assert values[1].sum() == 0 and (values[0] > 0).all() and (values[0] <= 1 + 1e-9).all()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["head-stats", "--text", "  "], "empty"),
+    (["aggregate", "--text", "hi", "--model", "/no/such/folder"], "does not exist"),
+    (["aggregate", "--text", "hi", "--kind", "flow", "--query", "x"], "--query"),
+    (["aggregate", "--text", "hi", "--kind", "flow", "--query", "99"], "between 0 and"),
+    (["aggregate", "--text", "word " * 50, "--kind", "flow"], "limited to 40 tokens"),
+])
+def test_errors_are_one_line_and_non_zero(capsys, tiny, argv, message):
+    folder, _ = tiny
+    if "--model" not in argv:
+        argv = [*argv, "--model", folder]
+    code, _, err = run(capsys, *argv)
+    assert code != 0 and message in err and err.count("\n") == 1
