@@ -11,12 +11,14 @@ token and score for score; on top of them this module gives what a class wants t
   showing how the prediction forms through the layers;
 * ``maskable_words`` / ``mask_word`` for "click a word to mask it".
 
-``[MASK]`` typed literally works for every model; for RoBERTa it becomes ``<mask>``.
+``[MASK]`` or ``<mask>`` typed literally (any case) works for every model: it becomes the model's own
+mask token (``[MASK]`` for BERT, ``<mask>`` for RoBERTa).
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +31,7 @@ from vizcore.errors import VizError
 from vizcore.models import LoadedModel
 
 LITERAL_MASK = "[MASK]"
+TYPED_MASK = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)  # what users type, whatever the model's own token
 MAX_MASKS = 16  # iterative filling runs the model once per mask
 MAX_TOP_K = 100
 MAX_WORDS = 80  # words offered for "click a word to mask it"
@@ -111,13 +114,12 @@ def mask_token_of(loaded: LoadedModel) -> str:
 
 
 def prepare_text(loaded: LoadedModel, text: str) -> str:
-    """The text with every literal ``[MASK]`` written as this model's mask token; at least one mask."""
+    """The text with every typed ``[MASK]`` / ``<mask>`` written as this model's mask token; at least one mask."""
     check_text(text)
     mask = mask_token_of(loaded)
-    prepared = text.replace(LITERAL_MASK, mask) if mask != LITERAL_MASK else text
+    prepared = TYPED_MASK.sub(lambda _: mask, text)
     if mask not in prepared:
-        shown = LITERAL_MASK if mask == LITERAL_MASK else f"{LITERAL_MASK} or {mask}"
-        raise VizError(f"The text has no mask: type {shown} where a word should be predicted.")
+        raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
     return prepared
 
 
@@ -136,13 +138,14 @@ def preprocess(loaded: LoadedModel, text: str) -> tuple[BatchEncoding, list[int]
 
 # ---- forward -----------------------------------------------------------------------------------
 
-def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor]):
-    """The model only: logits (1, T, V), hidden_states (L+1) x (1, T, D), attentions L x (1, H, T, T)."""
-    with torch.inference_mode():
-        output = loaded.model(**inputs, output_hidden_states=True, output_attentions=True)
-    if getattr(output, "logits", None) is None:
-        raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
-    return output
+@dataclass(frozen=True)
+class MaskedForward:
+    """What one forward pass gives. M = masks, V = vocabulary, L1 = layers + 1, T = tokens."""
+
+    mask_logits: torch.Tensor  # (M, V)
+    hidden_states: tuple[torch.Tensor, ...]  # L1 x (1, T, D)
+    attentions: tuple[torch.Tensor, ...]  # L x (1, H, T, T)
+    head: Callable[[torch.Tensor], torch.Tensor] | None  # the MLM head, when it may be applied on its own
 
 
 def mlm_head(model: PreTrainedModel) -> Callable[[torch.Tensor], torch.Tensor] | None:
@@ -155,19 +158,58 @@ def mlm_head(model: PreTrainedModel) -> Callable[[torch.Tensor], torch.Tensor] |
     return None
 
 
+_HEAD_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> head reproduces its logits
+
+
+def separable_head(loaded: LoadedModel) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The MLM head, if head(encoder output) equals the model's own logits (checked once per model, on a
+    short input). Then the vocabulary projection, as costly as the whole encoder for MiniLM, can be
+    done at the masks only, and the head can read every layer (the logit lens)."""
+    model = loaded.model
+    if model not in _HEAD_CHECKED:
+        head, base = mlm_head(model), getattr(model, "base_model", None)
+        agrees = False
+        if head is not None and base is not None and base is not model:
+            inputs = model_inputs(loaded, loaded.tokenizer("a b c", return_tensors="pt"))
+            with torch.inference_mode():
+                full = model(**inputs).logits[0]
+                split = head(base(**inputs).last_hidden_state[0])
+            agrees = full.shape == split.shape and torch.allclose(full, split, atol=1e-4, rtol=1e-4)
+        _HEAD_CHECKED[model] = agrees
+    return mlm_head(model) if _HEAD_CHECKED[model] else None
+
+
+def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], masks: list[int],
+            details: bool = True) -> MaskedForward:
+    """The model only; with ``details``, every layer's hidden states and attention weights too."""
+    head = separable_head(loaded)
+    flags = {"output_hidden_states": details, "output_attentions": details}
+    with torch.inference_mode():
+        if head is not None:
+            output = loaded.model.base_model(**inputs, **flags)
+            mask_logits = head(output.last_hidden_state[0, masks])
+        else:
+            output = loaded.model(**inputs, **flags)
+            if getattr(output, "logits", None) is None:
+                raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
+            mask_logits = output.logits[0, masks]
+    return MaskedForward(mask_logits=mask_logits, hidden_states=output.hidden_states or (),
+                         attentions=output.attentions or (), head=head)
+
+
 # ---- postprocess -------------------------------------------------------------------------------
 
 def decode_token(loaded: LoadedModel, token_id: int) -> str:
     return loaded.tokenizer.decode([token_id])
 
 
-def top_predictions(loaded: LoadedModel, input_ids: torch.Tensor, logits: torch.Tensor, masks: list[int],
+def top_predictions(loaded: LoadedModel, input_ids: torch.Tensor, mask_logits: torch.Tensor, masks: list[int],
                     top_k: int) -> list[MaskPredictions]:
     """Softmax over the vocabulary at each mask, top-k; ``sequence`` written the way HF's pipeline does.
 
-    input_ids: (T,), logits: (T, V).
+    input_ids: (T,), mask_logits: (M, V).
     """
-    probs = logits[masks].float().softmax(-1)  # (M, V)
+    probs = mask_logits.float().softmax(-1)  # (M, V)
     values, ids = probs.topk(min(top_k, probs.shape[-1]))
     single = len(masks) == 1
     pad = loaded.tokenizer.pad_token_id
@@ -187,18 +229,15 @@ def top_predictions(loaded: LoadedModel, input_ids: torch.Tensor, logits: torch.
     return results
 
 
-def logit_lens(loaded: LoadedModel, hidden_states: tuple[torch.Tensor, ...], logits: torch.Tensor,
-               masks: list[int], top_k: int) -> tuple[LogitLens | None, str]:
-    """The MLM head on every layer's hidden state at the masks. Checked: the last row equals the output."""
-    head = mlm_head(loaded.model)
-    if head is None:
-        return None, f"The layer-by-layer view does not know the masked-LM head of {type(loaded.model).__name__}."
+def logit_lens(loaded: LoadedModel, output: MaskedForward, masks: list[int],
+               top_k: int) -> tuple[LogitLens | None, str]:
+    """The MLM head on every layer's hidden state at the masks; the last row is the prediction itself."""
+    if output.head is None or not output.hidden_states:
+        return None, (f"The layer-by-layer view needs a masked-LM head that reproduces the output of "
+                      f"{type(loaded.model).__name__} from its last hidden state; this one does not, so it is not shown.")
     with torch.inference_mode():
-        stacked = torch.stack([h[0, masks] for h in hidden_states])  # (L1, M, D)
-        lens_logits = head(stacked).float()  # (L1, M, V)
-    if not torch.allclose(lens_logits[-1], logits[masks].float(), atol=1e-3, rtol=1e-3):
-        return None, (f"The head of {type(loaded.model).__name__} does not reproduce its output from the last "
-                      "hidden state, so a layer-by-layer reading would be wrong; it is not shown.")
+        stacked = torch.stack([h[0, masks] for h in output.hidden_states])  # (L1, M, D)
+        lens_logits = output.head(stacked).float()  # (L1, M, V)
     probs = lens_logits.softmax(-1)
     values, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)  # (L1, M, k)
     final = probs[:, torch.arange(len(masks)), ids[-1, :, 0]]  # (L1, M)
@@ -212,14 +251,14 @@ def fill_mask(loaded: LoadedModel, text: str, top_k: int = 5, lens_top_k: int = 
     if not 1 <= top_k <= MAX_TOP_K:
         raise VizError(f"top-k must be between 1 and {MAX_TOP_K}, not {top_k}.")
     encoding, masks, full_length = preprocess(loaded, text)
-    output = forward(loaded, model_inputs(loaded, encoding))
-    input_ids, logits = encoding["input_ids"][0], output.logits[0]
+    output = forward(loaded, model_inputs(loaded, encoding), masks)
+    input_ids = encoding["input_ids"][0]
     attention = torch.stack([a[0][:, masks, :] for a in output.attentions])  # (L, H, M, T)
-    lens, note = logit_lens(loaded, output.hidden_states, logits, masks, lens_top_k)
+    lens, note = logit_lens(loaded, output, masks, lens_top_k)
     return FillMaskResult(
         model=loaded.name, text=text,
         tokens=loaded.tokenizer.convert_ids_to_tokens(input_ids.tolist()),
-        mask_indices=masks, masks=top_predictions(loaded, input_ids, logits, masks, top_k),
+        mask_indices=masks, masks=top_predictions(loaded, input_ids, output.mask_logits, masks, top_k),
         mask_attention=attention.float().cpu().numpy(), lens=lens, lens_note=note,
         truncated=full_length > len(input_ids), num_input_tokens=full_length,
     )
@@ -235,9 +274,8 @@ def fill_iteratively(loaded: LoadedModel, text: str) -> list[FillStep]:
     ids = inputs["input_ids"].clone()
     remaining, steps = list(masks), []
     while remaining:
-        with torch.inference_mode():
-            logits = loaded.model(**{**inputs, "input_ids": ids}).logits[0]  # (T, V)
-        best = logits[remaining].float().softmax(-1).max(-1)  # values, ids: (R,)
+        logits = forward(loaded, {**inputs, "input_ids": ids}, remaining, details=False).mask_logits  # (R, V)
+        best = logits.float().softmax(-1).max(-1)  # values, ids: (R,)
         pick = int(best.values.argmax())
         index, token_id = remaining.pop(pick), int(best.indices[pick])
         ids[0, index] = token_id
@@ -274,8 +312,8 @@ def maskable_words(loaded: LoadedModel, text: str) -> list[Word]:
         if word_id is not None and end > start:
             span = spans.setdefault(word_id, [start, end])
             span[0], span[1] = min(span[0], start), max(span[1], end)
-    taken = [(m.start(), m.end()) for m in re.finditer(re.escape(LITERAL_MASK), text)]
-    if loaded.tokenizer.mask_token and loaded.tokenizer.mask_token != LITERAL_MASK:
+    taken = [(m.start(), m.end()) for m in TYPED_MASK.finditer(text)]
+    if loaded.tokenizer.mask_token:
         taken += [(m.start(), m.end()) for m in re.finditer(re.escape(loaded.tokenizer.mask_token), text)]
     words = []
     for start, end in spans.values():

@@ -14,12 +14,12 @@ from vizcore.errors import VizError
 
 def _fill_mask(args: argparse.Namespace) -> dict:
     from vizcore.attention import check_text
-    from vizcore.fill_mask import LITERAL_MASK, fill_iteratively, fill_mask
+    from vizcore.fill_mask import LITERAL_MASK, TYPED_MASK, fill_iteratively, fill_mask
     from vizcore.models import BUILTIN_MODELS, load_model
 
     check_text(args.text)
     # The built-ins' mask is [MASK]: say it is missing before spending seconds on loading the model.
-    if args.model in BUILTIN_MODELS and LITERAL_MASK not in args.text:
+    if args.model in BUILTIN_MODELS and not TYPED_MASK.search(args.text):
         raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
     loaded = load_model(args.model, device=args.device, head="mlm")
     result = fill_mask(loaded, args.text, top_k=args.top_k)

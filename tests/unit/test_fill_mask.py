@@ -16,6 +16,7 @@ from vizcore.fill_mask import (
     mask_word,
     maskable_words,
     readable_text,
+    separable_head,
 )
 from vizcore.models import load_model
 
@@ -55,12 +56,14 @@ def test_predictions_equal_the_transformers_pipeline(models, kind, text):
         assert ours.tokens[mask.index] == loaded.tokenizer.mask_token
 
 
-def test_roberta_takes_its_own_mask_and_the_literal_one_alike(models):
-    loaded = models["roberta"][0]
-    literal = fill_mask(loaded, "The cat sat on the [MASK].")
-    own = fill_mask(loaded, "The cat sat on the <mask>.")
-    assert literal.tokens == own.tokens and "<mask>" in own.tokens
-    assert [p.to_dict() for p in literal.masks[0].predictions] == [p.to_dict() for p in own.masks[0].predictions]
+@pytest.mark.parametrize(("kind", "own"), [("roberta", "<mask>"), ("bert", "[MASK]")])
+@pytest.mark.parametrize("typed", ["[MASK]", "[mask]", "<mask>", "<MASK>"])
+def test_every_usual_spelling_of_the_mask_becomes_the_models_own(models, kind, own, typed):
+    loaded = models[kind][0]
+    result = fill_mask(loaded, f"The cat sat on the {typed}.")
+    expected = fill_mask(loaded, f"The cat sat on the {own}.")
+    assert result.tokens == expected.tokens and own in result.tokens
+    assert [p.to_dict() for p in result.masks[0].predictions] == [p.to_dict() for p in expected.masks[0].predictions]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -141,8 +144,8 @@ def test_iterative_fill_takes_the_surest_mask_first_and_sees_earlier_choices(mod
 def test_text_without_a_mask_is_refused_with_how_to_fix(models):
     with pytest.raises(VizError, match=r"no mask: type \[MASK\]"):
         fill_mask(models["bert"][0], "The cat sat on the mat.")
-    with pytest.raises(VizError, match=r"\[MASK\] or <mask>"):
-        fill_mask(models["roberta"][0], "The cat sat on the mat.")
+    with pytest.raises(VizError, match=r"no mask: type \[MASK\]"):
+        fill_mask(models["roberta"][0], "The cat sat on the mat [MASKED].")
 
 
 @pytest.mark.parametrize(("text", "top_k", "message"), [
@@ -177,12 +180,32 @@ def test_a_decoder_cannot_be_loaded_as_a_masked_lm(tiny_model_dir):
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_click_a_word_to_mask_it(models, kind):
     loaded = models[kind][0]
-    text = "The cat sat on the [MASK], unbelievably."
+    text = "The cat sat on the [MASK], unbelievably <mask>."
     words = maskable_words(loaded, text)
     assert [w.text for w in words] == ["The", "cat", "sat", "on", "the", "unbelievably"]
-    assert mask_word(text, words[1]) == "The [MASK] sat on the [MASK], unbelievably."
+    assert mask_word(text, words[1]) == "The [MASK] sat on the [MASK], unbelievably <mask>."
     masked = fill_mask(loaded, mask_word(text, words[-1]))
-    assert len(masked.masks) == 2
+    assert len(masked.masks) == 3
     with pytest.raises(VizError, match="changed"):
         mask_word("A dog sat.", words[1])
     assert maskable_words(loaded, "   ") == []
+
+
+def test_known_heads_are_applied_at_the_masks_only(models):
+    for kind in KINDS:
+        assert separable_head(models[kind][0]) is not None, kind
+
+
+def test_a_head_unknown_by_name_runs_the_full_model_and_says_why_there_is_no_lens(tiny_mlm_dir):  # noqa: F811
+    folder = str(tiny_mlm_dir("electra"))
+    loaded = load_model(folder, device="cpu", head="mlm")
+    assert separable_head(loaded) is None
+    text = "The [MASK] sat on the mat."
+    result = fill_mask(loaded, text)
+    expected = pipeline("fill-mask", model=folder, device="cpu")(text)
+    assert [p.token_id for p in result.masks[0].predictions] == [e["token"] for e in expected]
+    np.testing.assert_allclose([p.score for p in result.masks[0].predictions], [e["score"] for e in expected],
+                               rtol=1e-4)
+    assert result.lens is None and "not shown" in result.lens_note
+    assert result.mask_attention.shape == (3, 4, 1, len(result.tokens))
+    assert [s.index for s in fill_iteratively(loaded, text)] == result.mask_indices

@@ -19,6 +19,8 @@ from transformers import (
     BertForMaskedLM,
     DistilBertConfig,
     DistilBertForMaskedLM,
+    ElectraConfig,
+    ElectraForMaskedLM,
     RobertaConfig,
     RobertaForMaskedLM,
     RobertaTokenizerFast,
@@ -44,7 +46,7 @@ def _roberta_tokenizer(folder: Path) -> RobertaTokenizerFast:
 
 
 def build_tiny_mlm(kind: str, folder: Path) -> Path:
-    """Save a tiny ``kind`` ("bert" | "distilbert" | "roberta") masked-LM with its tokenizer to ``folder``."""
+    """Save a tiny ``kind`` ("bert" | "distilbert" | "roberta" | "electra") masked-LM with its tokenizer to ``folder``."""
     torch.manual_seed(0)
     s = SIZE
     if kind == "roberta":
@@ -67,6 +69,12 @@ def build_tiny_mlm(kind: str, folder: Path) -> Path:
                                       n_heads=s["heads"], hidden_dim=s["ffn"],
                                       max_position_embeddings=s["positions"], initializer_range=s["init"])
             model = DistilBertForMaskedLM(config)
+        elif kind == "electra":  # a head this app does not know by name: the full-model path
+            config = ElectraConfig(vocab_size=tokenizer.vocab_size, embedding_size=s["hidden"],
+                                   hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                                   num_attention_heads=s["heads"], intermediate_size=s["ffn"],
+                                   max_position_embeddings=s["positions"], initializer_range=s["init"])
+            model = ElectraForMaskedLM(config)
         else:
             raise ValueError(kind)
     tokenizer.model_max_length = s["positions"]
