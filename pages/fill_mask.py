@@ -42,7 +42,7 @@ def sentence_controls(name: str, device: str) -> str:
     with st.container(horizontal=True):
         for i, (label, text) in enumerate(fm.EXAMPLES):
             st.button(label, key=f"fill_mask.example{i}", help=text, on_click=fm.set_text, args=(text,))
-    text = st.text_area("Sentence with [MASK] (RoBERTa also takes <mask>)", key=fm.KEY_TEXT, height=80)
+    text = st.text_area("Sentence with [MASK] (or <mask>)", key=fm.KEY_TEXT, height=80)
     words = fm.get_words(name, device, text)
     if words:
         st.markdown("**Click a word to mask it:**")
