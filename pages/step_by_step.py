@@ -51,7 +51,8 @@ if run.truncated:
                f"so only the first {len(run.tokens):,} are used.")
 labels = token_labels(run.tokens)
 st.markdown(f"**{sel.model}** on the sentence in the sidebar ({len(run.tokens)} tokens). Each step below is "
-            "computed here from the model's weights, then compared with what the model itself computes.")
+            "computed here from the model's weights, then compared with what the model itself computes. "
+            "Supported: BERT-family encoders (BERT, RoBERTa, MiniLM: `encoder.layer`) and DistilBERT.")
 
 left, right = st.columns(2)
 layer = left.slider("Layer", 1, loaded.num_layers, 1, key=f"{PAGE}.layer")
@@ -193,3 +194,5 @@ with tabs[4]:
         cols[1].metric("the same, with position embeddings", f"{perm.diff_with_positions:.3f}")
         st.plotly_chart(change_bars(shuffled, perm.change_without, perm.change_with), key=f"{PAGE}.perm",
                         config=CHART)
+        st.caption("Without positions the differences are float64 rounding (about 1e-15): the same vectors, "
+                   "in the shuffled order. The encoder here is the recomputation checked against the model above.")

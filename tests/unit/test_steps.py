@@ -110,3 +110,19 @@ def test_decoders_and_bad_layer_or_head_are_refused(tiny_model_dir, minilm):
         layer_steps(minilm, run, 0, 12)
     with pytest.raises(VizError, match="empty"):
         run_model(minilm, "  ")
+
+
+def test_tiny_roberta_positions_start_after_padding_and_are_reproduced(tiny_bert_dir):
+    from transformers import RobertaConfig, RobertaModel
+
+    torch.manual_seed(2)
+    config = RobertaConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=32, max_position_embeddings=66, pad_token_id=1, type_vocab_size=1)
+    model = RobertaModel(config, add_pooling_layer=False).eval()
+    model.config._attn_implementation = "eager"
+    loaded = LoadedModel(name="tiny-roberta", model=model, tokenizer=AutoTokenizer.from_pretrained(tiny_bert_dir),
+                         device=torch.device("cpu"), is_decoder=False, num_layers=2, num_heads=2, max_length=64)
+    run = run_model(loaded, "RoBERTa counts positions from padding_idx + 1.")
+    parts = embedding_parts(loaded, run)
+    assert parts.position_ids[0] == 2 and parts.max_abs_diff <= TOLERANCE
+    assert layer_steps(loaded, run, 1, 1).output_diff <= TOLERANCE
