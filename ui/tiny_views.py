@@ -40,7 +40,7 @@ def _settings() -> TinyConfig:
     columns = st.columns(5)
     task = columns[0].selectbox("Task", TASKS, format_func=TASK_LABELS.get, key="finetune.tiny_task")
     length = columns[1].number_input("Digits", 4, 12, 8, key="finetune.tiny_length")
-    steps = columns[2].number_input("Steps", 50, 3000, 600, step=50, key="finetune.tiny_steps")
+    steps = columns[2].number_input("Steps", 50, 3000, 300, step=50, key="finetune.tiny_steps")
     layers = columns[3].number_input("Layers", 1, 3, 2, key="finetune.tiny_layers")
     seed = columns[4].number_input("Seed", 0, 10_000, 0, key="finetune.tiny_seed")
     return TinyConfig(task=task, length=int(length), steps=int(steps), layers=int(layers), seed=int(seed))
@@ -60,8 +60,8 @@ def _draw(polling: bool) -> None:
     if job.result is not None:
         text += f" · trained in {job.result.seconds:.1f} s" + (" (stopped)" if job.result.stopped else "")
     st.progress(min(1.0, job.step / total), text=text)
-    left, right = st.columns([2, 3])
-    left.altair_chart(tiny_accuracy_curve(history.steps, total), width="stretch", key="finetune.tiny_curve")
+    st.altair_chart(tiny_accuracy_curve(history.steps, total), width="stretch", key="finetune.tiny_curve")
+    right = st.container()
     snapshots = history.snapshots
     index = len(snapshots) - 1
     if job.result is not None and len(snapshots) > 1:

@@ -73,6 +73,12 @@ def finetuned_model(before: LoadedModel, result: FinetuneResult) -> LoadedModel:
     return replace(before, model=result.classifier.encoder.eval(), name=f"{before.name} (fine-tuned)")
 
 
+def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    """True when two models hold exactly the same parameters (same names, bit-identical values)."""
+    left, right = dict(a.named_parameters()), dict(b.named_parameters())
+    return left.keys() == right.keys() and all(torch.equal(left[n], right[n]) for n in left)
+
+
 def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Jensen-Shannon divergence in bits (0 = same, 1 = disjoint) between rows: (..., K) -> (...)."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
@@ -103,9 +109,17 @@ class HeadChange:
 
 def attention_change(before: LoadedModel, after: LoadedModel, texts: list[str] | tuple[str, ...],
                      limit: int = 40) -> HeadChange:
-    """Per-head change of attention on (at most ``limit``) sentences, each run alone (no padding)."""
+    """Per-head change of attention on (at most ``limit``) sentences, each run alone (no padding).
+
+    An encoder whose weights did not move (head-only training) has exactly the same attention: zeros,
+    without running either model.
+    """
+    texts = list(texts)[:limit]
+    if same_weights(before.model, after.model):
+        zeros = np.zeros((before.num_layers, before.num_heads), dtype=np.float32)
+        return HeadChange(zeros, zeros.copy(), len(texts))
     abs_diff, js = [], []
-    for text in list(texts)[:limit]:
+    for text in texts:
         a = extract_attention(before, text).attention  # (L, H, T, T)
         b = extract_attention(after, text).attention
         abs_diff.append(np.abs(b - a).mean(axis=(2, 3)))
@@ -160,7 +174,8 @@ def class_separation(points: np.ndarray, labels: np.ndarray) -> float:
 def embedding_map(before: LoadedModel, after: LoadedModel, data: LabelledTexts, pooling: str,
                   max_length: int) -> EmbeddingMap:
     x_before = pooled_embeddings(before, data.texts, pooling, max_length)
-    x_after = pooled_embeddings(after, data.texts, pooling, max_length)
+    unchanged = same_weights(before.model, after.model)
+    x_after = x_before if unchanged else pooled_embeddings(after, data.texts, pooling, max_length)
     (p_before, e_before), (p_after, e_after) = pca_2d(x_before), pca_2d(x_after)
     return EmbeddingMap(p_before, p_after, e_before, e_after, class_separation(x_before, data.labels),
                         class_separation(x_after, data.labels))

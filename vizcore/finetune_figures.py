@@ -118,14 +118,17 @@ def tiny_curves_table(steps: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["step", "value", "series"])
 
 
-def tiny_accuracy_curve(steps: list[dict], total_steps: int) -> alt.Chart:
+def tiny_accuracy_curve(steps: list[dict], total_steps: int) -> alt.VConcatChart:
     """Held-out accuracy of the tiny Transformer against the step (512 fixed random sequences)."""
-    return alt.Chart(tiny_curves_table(steps)).mark_line(point=True).encode(
+    chart = alt.Chart(tiny_curves_table(steps)).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, max(1, total_steps)])),
         y=alt.Y("value:Q", title="held-out accuracy", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".1%")],
-    ).properties(height=260, title="Held-out accuracy (512 random sequences)").configure_axis(
+    ).properties(height=240, width="container", title="Held-out accuracy (512 random sequences)")
+    # A single chart in Streamlit's stretch mode is fitted with its legend into a short box; the
+    # one-panel vconcat keeps the plot itself 240 px high, like the fine-tuning curves.
+    return alt.vconcat(chart).configure_axis(
         labelFontSize=TICK_FONT_SIZE, titleFontSize=FONT_SIZE).configure_legend(
         labelFontSize=TICK_FONT_SIZE).configure_title(fontSize=FONT_SIZE + 2)
 
@@ -134,7 +137,7 @@ def tiny_attention_grid(maps: np.ndarray, digits: np.ndarray, step: int) -> go.F
     """Every head of every layer, ``maps`` [layer, head, query, key], on one input; rows are layers."""
     layers, heads, length, _ = maps.shape
     labels = [f"{i}:{d}" for i, d in enumerate(digits.tolist())]
-    fig = make_subplots(rows=layers, cols=heads, horizontal_spacing=0.03, vertical_spacing=0.12,
+    fig = make_subplots(rows=layers, cols=heads, horizontal_spacing=0.03, vertical_spacing=0.16,
                         subplot_titles=[f"layer {l + 1}, head {h + 1}" for l in range(layers) for h in range(heads)])
     for layer in range(layers):
         for head in range(heads):

@@ -39,7 +39,7 @@ class TinyConfig:
     heads: int = 4
     layers: int = 2
     d_ff: int = 128
-    steps: int = 600
+    steps: int = 300
     batch_size: int = 64
     lr: float = 3e-3
     seed: int = 0
