@@ -97,6 +97,24 @@ def test_two_masks_get_their_own_bars_and_an_iterative_fill(app):
     assert steps["word"].iloc[0] in (bar_words(app, 0)[0], bar_words(app, 1)[0])  # the surer mask goes first
 
 
+def test_with_two_masks_the_lens_and_attention_follow_the_chosen_mask(app):
+    app.button(key="fill_mask.example3").click().run()
+    second = fill_mask(get_model(MLM_MODEL, "auto", "mlm"), app.text_area(key="fill_mask.text").value).masks[1]
+    app.selectbox(key="fill_mask.lens_mask").set_value(1).run()
+    lens = chart(app, "fill_mask.lens")
+    assert "mask 2" in lens["layout"]["title"]["text"]
+    assert [cell.split("<br>")[0] for cell in lens["data"][0]["text"][-1]] == [p.token for p in second.predictions]
+    app.selectbox(key="fill_mask.attention_mask").set_value(1).run()
+    assert "mask 2 (token 6)" in chart(app, "fill_mask.attention")["layout"]["title"]["text"]
+
+
+def test_number_of_draws_sets_the_measured_counts(app):
+    app.number_input(key="fill_mask.draws").set_value(500).run()
+    rates = table_with(app, "std_error")
+    assert rates["out_of"].iloc[0] == 500 * 19  # 19 ordinary tokens in the default rule sentence
+    assert "500 draws" in chart(app, "fill_mask.rates")["layout"]["title"]["text"]
+
+
 def test_clicking_a_word_masks_it(app):
     app.button(key="fill_mask.example1").click().run()  # The cat sat on the [MASK].
     assert app.button(key="fill_mask.word1").proto.label == "cat"

@@ -7,7 +7,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from vizcore.errors import VizError
-from vizcore.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED, MaskingRule
+from vizcore.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED, MaskingRule, ordinary_token_ids
 from vizcore.masking_demo import draw_masking, measure_rates
 from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
 
@@ -20,7 +20,8 @@ def tokenizer():
 
 
 def test_one_draw_is_reproducible_and_each_token_shows_what_happened(tokenizer):
-    draws = [draw_masking(tokenizer, TEXT, seed) for seed in range(40)]
+    replacement = ordinary_token_ids(tokenizer)
+    draws = [draw_masking(tokenizer, TEXT, seed, replacement) for seed in range(40)]
     again = draw_masking(tokenizer, TEXT, 3)
     assert again.shown == draws[3].shown and (again.kinds == draws[3].kinds).all()
     assert len({tuple(d.kinds) for d in draws}) > 20  # seeds give different draws
