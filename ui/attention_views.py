@@ -204,7 +204,8 @@ def lines_view(result: AttentionResult, sel: Selection, layer: int, head: int, o
     st.iframe(page, height=int(min(24 * rows + 90, 5000)))
     st.caption(f"Layer {layer}, head {head}: queries on the left, keys on the right; a line's opacity is its "
                f"weight (lines under {LINE_THRESHOLD} are left out until you hover). Hover or tap a token to "
-               f"see only its lines. Drawn offline by this app, up to {HEAD_VIEW_MAX_TOKENS} tokens."
+               f"see only its lines. Drawn offline by this app, up to {HEAD_VIEW_MAX_TOKENS} tokens; it follows "
+               "the pair filter, while hiding [CLS]/[SEP] and merging word pieces apply to the heatmaps."
                + (" Sentence A in blue, B in orange." if (result.segment_ids == 1).any() else ""))
 
 
