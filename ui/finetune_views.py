@@ -11,6 +11,7 @@ from ui.training import (
     data_section,
     mistakes_first,
     model_or_error,
+    plain,
     progress_text,
     settings_section,
     start_job,
@@ -138,7 +139,7 @@ def _try_sentence(result) -> None:
         st.warning(str(error))
         return
     best = max(probabilities, key=probabilities.get)
-    st.markdown(f"Prediction: **{best}** ({probabilities[best]:.1%})")
+    st.markdown(f"Prediction: **{plain(best)}** ({probabilities[best]:.1%})")
     for name, value in sorted(probabilities.items(), key=lambda item: -item[1]):
         st.progress(value, text=f"{name}: {value:.1%}")
 

@@ -8,6 +8,7 @@ runs. A server-wide cap on running jobs keeps the server usable when a whole cla
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 
@@ -37,6 +38,11 @@ def get_csv_frame(payload: bytes, name: str) -> pd.DataFrame:
     return read_csv_bytes(payload, name)
 
 
+def plain(text: str) -> str:
+    """User text (CSV labels) for st.markdown: markdown and HTML characters shown as themselves."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))
+
+
 def data_section() -> TrainTestData | None:
     """Built-in set or an uploaded CSV with chosen columns; shows counts. None (with a message) if unusable."""
     source = st.radio("Data", ["Built-in sentiment set", "Upload a CSV"], horizontal=True, key="finetune.source")
@@ -48,7 +54,7 @@ def data_section() -> TrainTestData | None:
         data = _uploaded_data()
         if data is None:
             return None
-    counts = ", ".join(f"{name} {n}" for name, n in data.train.counts().items())
+    counts = ", ".join(f"{plain(name)} {n}" for name, n in data.train.counts().items())
     st.markdown(f"**{len(data.train)} training** ({counts}) and **{len(data.test)} held-out** examples; "
                 f"held out by {data.split_note}.")
     if data.train.dropped_empty:
