@@ -24,7 +24,7 @@ def test_link_opens_layer_and_head_and_a_head_switch_updates_chart_and_url(app_u
     slider = page.get_by_role("slider").nth(1)  # layer, head
     slider.focus()
     slider.press("ArrowRight")
-    page.wait_for_function("document.querySelector('.js-plotly-plot').innerText.includes('head 4')",
+    page.wait_for_function("document.querySelector('.js-plotly-plot')?.innerText.includes('head 4')",
                            timeout=60_000)
     wait_until_idle(page)
     assert "head=4" in page.url and "layer=2" in page.url

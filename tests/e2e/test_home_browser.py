@@ -25,7 +25,7 @@ def test_example_button_redraws_for_the_new_sentence(app_url, page):
     wait_until_idle(page)
     page.get_by_role("button", name="…the dog chased…").click()
     page.wait_for_function(
-        "document.querySelector('.js-plotly-plot').innerText.includes('chased')", timeout=60_000)
+        "document.querySelector('.js-plotly-plot')?.innerText.includes('chased')", timeout=60_000)
     wait_until_idle(page)
     assert page.locator("textarea").first.input_value() == "The cat that the dog chased was brown."
     screenshot(page, "home-example")
@@ -40,7 +40,7 @@ def test_user_markup_is_shown_as_text_and_never_runs(app_url, page):
     box.fill("<img src=x onerror=alert(1)> <script>alert(2)</script> hello")
     box.press("Control+Enter")
     page.wait_for_function(
-        "document.querySelector('.js-plotly-plot').innerText.includes('hello')", timeout=60_000)
+        "document.querySelector('.js-plotly-plot')?.innerText.includes('hello')", timeout=60_000)
     wait_until_idle(page)
     assert dialogs == []
     assert page.locator("img[src='x']").count() == 0
