@@ -46,8 +46,8 @@ test-app: $(VENV)/.test-installed
 test-e2e: $(VENV)/.test-installed chromium
 	$(PY) -m pytest tests/e2e
 
-bench: $(VENV)/.test-installed
-	$(PY) bench/attention.py
+bench: $(VENV)/.test-installed chromium
+	for script in attention startup attention_page fill_mask finetune; do $(PY) bench/$$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache
