@@ -8,7 +8,6 @@ Run: ``.venv/bin/python bench/attention.py`` (``make bench``). Writes its sectio
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import machine, markdown_table, write_section  # noqa: E402
+from bench.report import machine, markdown_table, timed, write_section  # noqa: E402
 from vizcore.attention import extract_attention  # noqa: E402
 from vizcore.models import DEFAULT_MODEL, load_model  # noqa: E402
 
@@ -34,13 +33,7 @@ def text_of_length(tokenizer, n: int) -> str:
 
 
 def best_of(fn, repeats: int = REPEATS) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return timed(fn, repeats)
 
 
 def plain_forward(loaded, text: str):

@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import machine, markdown_table, write_section  # noqa: E402
+from bench.report import machine, markdown_table, timed, write_section  # noqa: E402
 
 SIZES = (16, 128, 512)
 REPEATS = 7
@@ -25,13 +24,7 @@ REPEATS = 7
 
 def best_time(fn, repeats: int = REPEATS) -> float:
     """The fastest of ``repeats`` runs: on shared cores the minimum is the least disturbed by other work."""
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return timed(fn, repeats, pick=min)
 
 
 def masked_text(tokenizer, n: int) -> str:

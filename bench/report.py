@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import platform
 import re
+import statistics
+import time
 from pathlib import Path
 
 import torch
@@ -15,6 +17,18 @@ HEADER = (
     "each section). Claims are ratios against a baseline measured in the same run on the same "
     "machine, so they carry over to other machines better than absolute times.\n"
 )
+
+
+def timed(fn, repeats: int, pick=statistics.median) -> float:
+    """Seconds per call of ``fn`` after one warm-up call: ``pick`` (median, or min: the run least
+    disturbed on shared cores) of ``repeats`` timed calls."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return pick(times)
 
 
 def machine() -> str:

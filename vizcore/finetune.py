@@ -28,6 +28,7 @@ from torch import nn
 
 from vizcore.datasets import LabelledTexts, TrainTestData
 from vizcore.errors import VizError
+from vizcore.jobs import BackgroundJob
 from vizcore.models import LoadedModel
 
 MODES = ("head", "last_n", "full")
@@ -361,38 +362,28 @@ class _Loop:
                                   evals[-1]["accuracy"] if evals else None, now - self.started, eta))
 
 
-class TrainingJob:
+class TrainingJob(BackgroundJob):
     """``train_classifier`` in a background thread with one torch thread; poll ``snapshot()``.
 
     ``status`` is ``running``, ``done``, ``stopped`` or ``error`` (then ``error`` holds the message).
     """
 
+    name = "vizcore-finetune"
+
     def __init__(self, loaded: LoadedModel, data: TrainTestData, config: FinetuneConfig, threads: int = 1):
         config.validate(loaded.num_layers)  # bad settings fail here, in the caller, not in the thread
+        super().__init__()
         self.loaded, self.data, self.config, self.threads = loaded, data, config, threads
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._history = History()
         self._progress: Progress | None = None
         self.status = "created"
         self.error: str | None = None
         self.result: FinetuneResult | None = None
-        self._thread = threading.Thread(target=self._run, name="vizcore-finetune", daemon=True)
 
     def start(self) -> "TrainingJob":
         self.status = "running"
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
+        return super().start()
 
     def snapshot(self) -> tuple[Progress | None, History]:
         """The latest progress and a copy of the history so far (safe to call from any thread)."""

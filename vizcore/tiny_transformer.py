@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
+from vizcore.jobs import BackgroundJob
 from vizcore.positional import sinusoidal_encoding
 
 TASKS = ("reverse", "sort")
@@ -244,32 +245,19 @@ def anti_diagonal_mass(weights: np.ndarray) -> float:
     return float(weights[..., np.arange(t), t - 1 - np.arange(t)].mean())
 
 
-class TinyJob:
+class TinyJob(BackgroundJob):
     """``train_tiny`` in a daemon thread with one torch thread; poll ``snapshot()``; ``stop()`` ends it."""
+
+    name = "vizcore-tiny"
 
     def __init__(self, config: TinyConfig):
         self.config = config.validate()
-        self._stop = threading.Event()
+        super().__init__()
         self._history = TinyHistory()
         self.step = 0
         self.result: TinyResult | None = None
         self.error: str | None = None
         self.started = time.perf_counter()
-        self._thread = threading.Thread(target=self._run, name="vizcore-tiny", daemon=True)
-
-    def start(self) -> "TinyJob":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
 
     def snapshot(self) -> TinyHistory:
         return self._history.copy()
