@@ -99,7 +99,7 @@ def measure_case(browser, url: str, model: str, text: str) -> dict:
         slider.focus()
         slider.press("ArrowRight")
         page.wait_for_function(
-            f"document.querySelector('.js-plotly-plot').innerText.includes('head {head} ·')", timeout=120_000)
+            f"document.querySelector('.js-plotly-plot')?.innerText.includes('head {head} ·')", timeout=120_000)
         wait_until_idle(page, quiet_ms=300)
         times.append(time.perf_counter() - start - 0.3)  # the quiet period is waiting, not work
         sizes.append(wire.bytes - before)
