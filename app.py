@@ -7,8 +7,8 @@ from ui.state import sidebar
 st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
-    st.Page("pages/attention.py", title="Attention Explorer", icon="🔬", url_path="attention"),
+    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+    st.Page("pages/attention.py", title="Attention Explorer", icon=":material/grid_on:", url_path="attention"),
     st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/stairs:",
             url_path="step-by-step"),
     st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
