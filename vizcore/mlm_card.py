@@ -157,7 +157,7 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
         "## Learning curve", "",
         "![held-out top-1 and top-5 by step](learning-curve.svg)", "",
         *curve_section(curve), "",
-        "## Everyday probes (top 5 of the best checkpoint)", "",
+        "## Everyday probes (top 5 of the shipped fp16 weights, as the app computes them)", "",
         *probes_section(best.get("probes", [])), "",
         "## Limits", "",
         "Trained on a few million words of dictionary glosses, quotations, scripture and encyclopedia text: "

