@@ -80,9 +80,11 @@ def curve_rows(curve: list[dict]) -> list[dict]:
 
 
 def curve_section(curve: list[dict]) -> list[str]:
-    lines = ["| step | tokens seen | held-out loss | top-1 | top-5 | probes right |", "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| step | tokens seen | learning rate | held-out loss | top-1 | top-5 | probes right |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     for row in curve_rows(curve):
-        lines.append(f"| {row['step']:,} | {row.get('tokens', 0):,} | {row.get('heldout_loss', float('nan')):.3f} | "
+        lr = f"{row['lr']:.2e}" if "lr" in row else "?"
+        lines.append(f"| {row['step']:,} | {row.get('tokens', 0):,} | {lr} | {row.get('heldout_loss', float('nan')):.3f} | "
                      f"{_pct(row['heldout_top1'])} | {_pct(row['heldout_top5'])} | {row.get('probes_right', '?')}/40 |")
     return lines
 
@@ -156,6 +158,8 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
         *corpus_section(metrics.get("corpus", {})), "",
         "## Learning curve", "",
         "![held-out top-1 and top-5 by step](learning-curve.svg)", "",
+        "The learning rate is the one in force at each evaluation. A run continued with a larger `--steps` "
+        "returns to the flat part of the schedule (the rate rises again) and decays over the new last quarter.", "",
         *curve_section(curve), "",
         "## Everyday probes (top 5 of the shipped fp16 weights, as the app computes them)", "",
         *probes_section(best.get("probes", [])), "",

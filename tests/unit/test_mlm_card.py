@@ -12,6 +12,7 @@ from vizcore.mlm_card import MAX_CURVE_ROWS, main, verdict, write_card
 
 def metrics(top5: float = 0.612, evaluations: int = 60) -> dict:
     curve = [{"step": 250 * (i + 1), "tokens": 250 * (i + 1) * 2048, "heldout_loss": 3.0 - i / 100,
+              "lr": 2e-4 if i < 45 else 2e-4 * (1 - 0.9 * (i - 45) / 14),
               "heldout_top1": 0.3 + i / 1000, "heldout_top5": 0.45 + i * (top5 - 0.45) / (evaluations - 1),
               "probes_right": 15 + i // 10} for i in range(evaluations)]
     best = {**curve[-1], "heldout_top5": top5, "heldout_mask_top5": 0.655, "heldout_positions": 31_337,
@@ -55,6 +56,7 @@ def test_card_lists_probes_and_a_bounded_learning_curve(written):
     assert "| ✗ | Ice is frozen [MASK]. |" in card
     rows = [line for line in card.splitlines() if line.startswith("| ") and "/40 |" in line]
     assert len(rows) <= MAX_CURVE_ROWS + 1 and rows[0].startswith("| 250 |") and rows[-1].startswith("| 15,000 |")
+    assert rows[0].startswith("| 250 | 512,000 | 2.00e-04 | 3.000 |") and "| 15,000 | 30,720,000 | 2.00e-05 |" in rows[-1]
 
 
 def test_learning_curve_svg_is_valid_with_both_lines(written):
