@@ -159,6 +159,13 @@ def apply_changed_state(model, state: dict[str, torch.Tensor], mask_id: int) -> 
         embeddings.word_embeddings.weight[mask_id] = state[MASK_ROW_KEY].to(embeddings.word_embeddings.weight.dtype)
 
 
+
+def apply_weights_file(model, weights: Path, mask_id: int) -> None:
+    """``apply_changed_state`` from a saved file (fp16 or fp32; values take the model's dtype)."""
+    from safetensors.torch import load_file
+
+    apply_changed_state(model, load_file(str(weights)), mask_id)
+
 # ---- the loop ----------------------------------------------------------------------------------
 
 def masked_loss(model, inputs: torch.Tensor, labels: torch.Tensor, bf16: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -290,9 +297,7 @@ def _warm_start(work: Path, model, weights: Path, mask_id: int) -> tuple[int, fl
 
     Returns their step count and held-out top-5, which a checkpoint must beat to become the new best.
     """
-    from safetensors.torch import load_file
-
-    apply_changed_state(model, {k: v.float() for k, v in load_file(str(weights)).items()}, mask_id)
+    apply_weights_file(model, weights, mask_id)
     metrics = json.loads(weights.with_suffix(".json").read_text())
     log = work / "log.jsonl"
     if not log.exists() or not log.read_text().strip():
@@ -344,11 +349,9 @@ def export_command(work: Path, out_dir: Path = WEIGHTS_DIR) -> dict:
 
 def shipped_probes(weights: Path) -> dict:
     """The probes answered by the fp16 file as shipped (the card must describe what users get)."""
-    from safetensors.torch import load_file
-
     tokenizer = load_tokenizer()
     model = new_mlm_model(attn="eager").eval()
-    apply_changed_state(model, {k: v.float() for k, v in load_file(str(weights)).items()}, tokenizer.mask_token_id)
+    apply_weights_file(model, weights, tokenizer.mask_token_id)
     probes = probe_results(model, tokenizer)
     return {"probes": probes, "probes_right": sum(p["hit"] for p in probes)}
 
