@@ -395,7 +395,6 @@ class TrainingJob(BackgroundJob):
             self._progress = progress
 
     def _run(self) -> None:
-        torch.set_num_threads(self.threads)  # per thread: the server's other sessions keep a core
         try:
             result = train_classifier(self.loaded, self.data, self.config, on_progress=self._on_progress,
                                       stop=self._stop, history=self._history)

@@ -266,7 +266,6 @@ class TinyJob(BackgroundJob):
         self.step = step
 
     def _run(self) -> None:
-        torch.set_num_threads(1)
         try:
             self.result = train_tiny(self.config, self._history, self._stop, self._on_step)
         except Exception as error:  # shown on the page instead of a silent dead thread
