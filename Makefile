@@ -13,6 +13,8 @@ CHROMIUM ?= /usr/bin/chromium
 $(VENV)/.app-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	@echo "Checking the embedded model offline and caching the opening heatmaps (python -m vizcore prepare)..."
+	$(PY) -m vizcore prepare >/dev/null
 	touch $@
 
 $(VENV)/.test-installed: requirements-test.txt $(VENV)/.app-installed

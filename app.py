@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui.state import sidebar
+from ui.state import FIRST_PAGE_SHOWN, import_model_stack, sidebar
 
 st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
 
@@ -17,5 +17,8 @@ PAGES = [
 ]
 
 sidebar()
-navigation = st.navigation(PAGES)
-navigation.run()
+page = st.navigation(PAGES)
+if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
+    import_model_stack()
+page.run()
+FIRST_PAGE_SHOWN.set()

