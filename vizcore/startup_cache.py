@@ -68,8 +68,8 @@ def fingerprint() -> dict:
     }
 
 
-def entry_path(text: str, pair: str | None, prints: dict | None = None) -> Path:
-    key = json.dumps({"fingerprint": prints or fingerprint(), "text": text, "pair": pair}, sort_keys=True)
+def entry_path(text: str, pair: str | None) -> Path:
+    key = json.dumps({"fingerprint": fingerprint(), "text": text, "pair": pair}, sort_keys=True)
     return cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()}.npz"
 
 
@@ -84,6 +84,13 @@ def load(model: str, device: str, text: str, pair: str | None) -> AttentionResul
     pair = _pair(pair)
     try:
         path = entry_path(text, pair)
+    except OSError:  # the model folder cannot be read: the page's model load will say why
+        return None
+    return _read(path, text, pair)
+
+
+def _read(path: Path, text: str, pair: str | None) -> AttentionResult | None:
+    try:
         if not path.is_file():
             return None
         with np.load(path, allow_pickle=False) as data:
@@ -116,7 +123,7 @@ def store(result: AttentionResult, device: str) -> str:
     if result.model != DEFAULT_MODEL or device != "cpu" or result.attention.nbytes > _MAX_BYTES:
         return "skipped"
     path = entry_path(result.text, result.pair)
-    previous = load(result.model, "cpu", result.text, result.pair) if path.is_file() else None
+    previous = _read(path, result.text, result.pair)  # the same key: fingerprint the files once
     if previous is not None and same_result(previous, result):
         return "verified"
     meta = {"model": result.model, "text": result.text, "pair": result.pair, "tokens": result.tokens,
