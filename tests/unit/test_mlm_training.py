@@ -93,3 +93,49 @@ def test_warm_start_loads_the_weights_and_carries_the_curve_and_step_count_on(tu
     assert logged == curve
     row = fresh.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id]
     assert np.allclose(row.detach().numpy(), 0.5)
+
+
+def test_evaluation_spreads_a_sample_over_the_whole_held_out_set():
+    # The held-out file lists its sources one after another; the first N windows are one source.
+    assert list(mlm_training.evaluation_rows(10, 0)) == list(range(10))
+    assert list(mlm_training.evaluation_rows(10, 50)) == list(range(10))
+    rows = mlm_training.evaluation_rows(4000, 512)
+    assert len(rows) == 512 and rows[0] == 0 and rows[-1] == 3999
+    assert np.all(np.diff(rows) >= 7)
+
+
+def test_evaluation_names_the_held_out_set_it_measured():
+    windows = np.arange(64 * 10, dtype=np.int32).reshape(10, 64)
+    whole = mlm_training.heldout_set(windows, mlm_training.evaluation_rows(10, 0))
+    assert whole.startswith("10 of 10 windows, ")
+    assert mlm_training.heldout_set(windows, mlm_training.evaluation_rows(10, 5)) != whole
+    assert mlm_training.heldout_set(windows + 1, mlm_training.evaluation_rows(10, 0)) != whole
+
+
+def test_a_warm_start_measures_the_shipped_weights_again_on_this_runs_held_out_set(tuned, tmp_path):
+    """The shipped top-5 may come from another held-out set; it must not be the bar a checkpoint beats."""
+    tokenizer, model = tuned
+    from safetensors.torch import save_file
+
+    weights = tmp_path / "minilm-mlm.safetensors"
+    save_file({k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()},
+              str(weights))
+    shipped = {"step": 500, "heldout_top5": 0.99}  # measured elsewhere: no checkpoint could beat it
+    weights.with_suffix(".json").write_text(json.dumps({"best": shipped, "curve": [shipped]}))
+    work = tmp_path / "work"
+    work.mkdir()
+    text = "The cat sat on the mat and the dog slept by the door of the old house. " * 20
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    windows = np.array([[tokenizer.cls_token_id, *ids[i * 62:(i + 1) * 62], tokenizer.sep_token_id]
+                        for i in range(4)], dtype=np.int32)
+    np.save(work / "train-64.npy", windows)
+    np.save(work / "heldout-64.npy", windows)
+    config = TrainConfig(steps=500, init_from=str(weights), eval_sequences=0)
+    best = mlm_training.train_command(work, config)
+    logged = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines()]
+    assert logged[0] == shipped and len(logged) == 2
+    again = logged[1]
+    assert again["step"] == 500 and again["heldout_set"].startswith("4 of 4 windows")
+    assert again["heldout_top5"] < 0.99
+    assert best["step"] == 500 and best["heldout_top5"] == again["heldout_top5"]  # the start is the bar
+    assert (work / "best.safetensors").exists() and (work / "resume.pt").exists()
