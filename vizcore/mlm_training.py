@@ -5,11 +5,13 @@ Explicit and reproducible; ``make run`` never trains. Three steps, each a comman
     python -m vizcore.mlm_training build-corpus --work-dir .mlm-work   # text + token windows
     python -m vizcore.mlm_training train --work-dir .mlm-work --steps 6000
     python -m vizcore.mlm_training export --work-dir .mlm-work         # -> vizcore/weights/
+    python -m vizcore.mlm_training evaluate --work-dir .mlm-work --weights FILE   # held-out metrics
 
 Training can continue from the shipped weights in a later sitting (``train --init-from
 vizcore/weights/minilm-mlm.safetensors --steps <new total>``): the step count, the data order and the
-learning curve carry on from where the shipped model stopped; the optimizer starts afresh with a
-short warm-up.
+learning curve carry on from where the shipped model stopped; the shipped weights are first measured
+on this run's held-out set, which a checkpoint must beat to replace them; the optimizer starts afresh
+with a short warm-up. (With a rebuilt, larger corpus the data order is a new permutation of it.)
 
 What is trained (the route measured in docs/MASKED_LM.md): every encoder layer, the position and
 segment embeddings, a new MLM head, and only the [MASK] row of the word embeddings; the rest of
@@ -34,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vizcore.errors import VizError
 from vizcore.masking import IGNORE, mask_tokens, ordinary_token_ids
 from vizcore.probes import PROBES, probe_hit
 
@@ -262,7 +265,9 @@ def train_command(work: Path, config: TrainConfig) -> dict:
     groups = trainable_setup(model, mask_id, config.weight_decay)
     optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-6)
     resuming = (work / "resume.pt").exists()
-    step, best, order, generator, start = _resume_or_start(work, model, optimizer, config, len(train), mask_id)
+    measured = heldout_set(heldout, evaluation_rows(len(heldout), config.eval_sequences))
+    step, best, order, generator, start = _resume_or_start(work, model, optimizer, config, len(train), mask_id,
+                                                           measured)
     model.train()
     log = open(work / "log.jsonl", "a", encoding="utf-8")
     if config.init_from and not resuming:
@@ -295,13 +300,23 @@ def train_command(work: Path, config: TrainConfig) -> dict:
     return json.loads((work / "best.json").read_text())
 
 
-def _resume_or_start(work: Path, model, optimizer, config: TrainConfig, rows: int, mask_id: int):
-    """(step, best, order, generator, start): from resume.pt, from shipped weights, or from scratch."""
+def _resume_or_start(work: Path, model, optimizer, config: TrainConfig, rows: int, mask_id: int,
+                     measured: str = ""):
+    """(step, best, order, generator, start): from resume.pt, from shipped weights, or from scratch.
+
+    ``measured`` names the held-out set this run evaluates on; a resume.pt whose best was measured
+    on another set is refused, since its best would be compared with numbers it cannot be compared with.
+    """
     generator = torch.Generator().manual_seed(config.seed)
     order = np.random.default_rng(config.seed).permutation(rows)
     resume = work / "resume.pt"
     if resume.exists():
         saved = torch.load(resume, weights_only=False)
+        if measured and saved.get("heldout_set") != measured:
+            raise VizError(
+                f"{resume} was evaluated on another held-out set ({saved.get('heldout_set') or 'the first 512 windows, before 2026-11-23'}; "
+                f"this run evaluates {measured}). Export its best checkpoint, then continue in a new work "
+                f"directory with --init-from, which measures the start on this run's set.")
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         generator.set_state(saved["generator"])
@@ -350,7 +365,8 @@ def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, repla
         (work / "best.json").write_text(json.dumps({**record, "probes": metrics["probes"],
                                                     "config": config.__dict__}, indent=2))
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                "best": best, "generator": generator.get_state(), "start": start}, work / "resume.tmp")
+                "best": best, "generator": generator.get_state(), "start": start,
+                "heldout_set": metrics["heldout_set"]}, work / "resume.tmp")
     os.replace(work / "resume.tmp", work / "resume.pt")
     return best
 
@@ -372,6 +388,21 @@ def export_command(work: Path, out_dir: Path = WEIGHTS_DIR) -> dict:
             "heldout_top5": best["heldout_top5"], "probes_right": best["probes_right"]}
 
 
+def evaluate_command(work: Path, weights: Path, eval_sequences: int = 0) -> dict:
+    """Held-out metrics of a weights file on the work directory's held-out set (as training measures)."""
+    if not weights.is_file():
+        raise VizError(f"'{weights}' is missing.")
+    heldout = work / f"heldout-{TrainConfig.seq_len}.npy"
+    if not heldout.is_file():
+        raise VizError(f"'{heldout}' is missing: run build-corpus --work-dir {work} first.")
+    tokenizer = load_tokenizer()
+    model = new_mlm_model(attn="eager")
+    apply_weights_file(model, weights, tokenizer.mask_token_id)
+    metrics = evaluate(model, np.load(heldout), tokenizer, ordinary_token_ids(tokenizer),
+                       TrainConfig(eval_sequences=eval_sequences))
+    return {"weights": str(weights), **{k: v for k, v in metrics.items() if k != "probes"}}
+
+
 def shipped_probes(weights: Path) -> dict:
     """The probes answered by the fp16 file as shipped (the card must describe what users get)."""
     tokenizer = load_tokenizer()
@@ -384,10 +415,12 @@ def shipped_probes(weights: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vizcore.mlm_training", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("build-corpus", "train", "export"):
+    for name in ("build-corpus", "train", "export", "evaluate"):
         command = sub.add_parser(name)
         command.add_argument("--work-dir", type=Path, default=Path(".mlm-work"))
     sub.choices["build-corpus"].add_argument("--seq-len", type=int, default=TrainConfig.seq_len)
+    sub.choices["evaluate"].add_argument("--weights", type=Path, default=WEIGHTS_DIR / WEIGHTS_FILE)
+    sub.choices["evaluate"].add_argument("--eval-sequences", type=int, default=0)
     train = sub.choices["train"]
     for field, value in TrainConfig().__dict__.items():
         flag = "--" + field.replace("_", "-")
@@ -397,14 +430,20 @@ def main(argv: list[str] | None = None) -> int:
             train.add_argument(flag, type=type(value), default=value)
     args = parser.parse_args(argv)
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    if args.command == "build-corpus":
-        result = build_corpus_command(args.work_dir, args.seq_len)
-    elif args.command == "train":
-        fields = TrainConfig().__dict__.keys()
-        result = train_command(args.work_dir, TrainConfig(**{k: getattr(args, k) for k in fields}))
-        result.pop("probes", None)
-    else:
-        result = export_command(args.work_dir)
+    try:
+        if args.command == "build-corpus":
+            result = build_corpus_command(args.work_dir, args.seq_len)
+        elif args.command == "train":
+            fields = TrainConfig().__dict__.keys()
+            result = train_command(args.work_dir, TrainConfig(**{k: getattr(args, k) for k in fields}))
+            result.pop("probes", None)
+        elif args.command == "evaluate":
+            result = evaluate_command(args.work_dir, args.weights, args.eval_sequences)
+        else:
+            result = export_command(args.work_dir)
+    except VizError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(json.dumps(result, indent=2))
     return 0
 

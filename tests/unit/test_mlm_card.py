@@ -71,21 +71,34 @@ def test_learning_curve_svg_is_valid_with_both_lines(written):
 def test_a_change_of_held_out_set_splits_the_curve_and_the_verdict_reads_the_last_set_only(tmp_path):
     data = metrics(0.57, evaluations=12)
     later = "4111 of 4111 windows, 60e77d10"
-    for row in data["curve"][8:]:  # the last four were measured on the whole held-out set
+    for row in data["curve"][10:]:  # the last two were measured on the whole held-out set
         row["heldout_set"] = later
-        row["heldout_top5"] = 0.50 + row["step"] / 100_000
+        row["heldout_top5"] = 0.50 + row["step"] / 50_000
+    data["best"] = {**data["best"], **data["curve"][-1], "heldout_top5": 0.57}
     path = tmp_path / "minilm-mlm.json"
     path.write_text(json.dumps(data))
     write_card(path)
     card = (tmp_path / "MODEL_CARD.md").read_text()
     assert f"Held-out set B: {later}." in card and "not comparable" in card
+    assert "positions of held-out set B" in card
     labels = [line.split(" | ")[1] for line in card.splitlines() if line.startswith("| ") and "/40 |" in line]
-    assert labels == ["A"] * 8 + ["B"] * 4
-    # the jump from set A to set B is not a gain: the last four on set B moved by 0.75 points
-    assert "top-5 moved by +0.8 points" in verdict(0.57, data["curve"])
+    assert labels == ["A"] * 10 + ["B"] * 2
+    # set A's last rows and the jump from A to B are not part of the verdict: only B's two rows
+    assert "over the last 2 evaluations top-5 moved by +0.5 points" in verdict(0.57, data["curve"])
     lines = ET.parse(tmp_path / "learning-curve.svg").getroot().findall("{http://www.w3.org/2000/svg}polyline")
-    assert [len(line.get("points").split()) for line in lines] == [8, 8, 4, 4]
+    assert [len(line.get("points").split()) for line in lines] == [10, 10, 2, 2]
     assert [line.get("stroke-dasharray") for line in lines] == ["2 4", "2 4", None, None]
+
+
+def test_a_single_evaluation_on_a_new_set_is_said_plainly_and_drawn_as_a_point(tmp_path):
+    data = metrics(0.57, evaluations=5)
+    data["curve"][-1]["heldout_set"] = "4111 of 4111 windows, 60e77d10"
+    assert verdict(0.57, data["curve"]).endswith("only 1 evaluation on the current held-out set so far.")
+    path = tmp_path / "minilm-mlm.json"
+    path.write_text(json.dumps(data))
+    write_card(path)
+    svg = ET.parse(tmp_path / "learning-curve.svg").getroot()
+    assert len(svg.findall("{http://www.w3.org/2000/svg}circle")) == 2  # top-5 and top-1
 
 
 @pytest.mark.parametrize(("top5", "says"), [(0.6, "Reaches the goal"), (0.57, "above the 55% floor"),

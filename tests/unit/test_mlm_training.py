@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from vizcore import mlm_training
+from vizcore.errors import VizError
 from vizcore.mlm_training import (
     MASK_ROW_KEY,
     TrainConfig,
@@ -139,3 +140,34 @@ def test_a_warm_start_measures_the_shipped_weights_again_on_this_runs_held_out_s
     assert again["heldout_top5"] < 0.99
     assert best["step"] == 500 and best["heldout_top5"] == again["heldout_top5"]  # the start is the bar
     assert (work / "best.safetensors").exists() and (work / "resume.pt").exists()
+
+    mlm_training.train_command(work, config)  # resuming does not measure the start again
+    assert len((work / "log.jsonl").read_text().splitlines()) == 2
+    np.save(work / "heldout-64.npy", windows[:3])  # a rebuilt corpus: another held-out set
+    with pytest.raises(VizError, match="evaluated on another held-out set"):
+        mlm_training.train_command(work, config)
+
+
+@pytest.mark.parametrize(("measured", "replaced"), [(0.49, False), (0.51, True)])
+def test_a_checkpoint_replaces_the_best_only_if_it_scores_higher(tuned, tmp_path, monkeypatch, measured, replaced):
+    tokenizer, model = tuned
+    (tmp_path / "best.json").write_text(json.dumps({"step": 500, "heldout_top5": 0.5}))
+    monkeypatch.setattr(mlm_training, "evaluate", lambda *args: {
+        "heldout_top1": 0.3, "heldout_top5": measured, "heldout_set": "set", "probes": []})
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    with open(tmp_path / "log.jsonl", "a") as log:
+        best = mlm_training._evaluate_and_save(tmp_path, model, optimizer, TrainConfig(), None, tokenizer, None,
+                                               750, 0.5, torch.Generator(), log, 0)
+    assert best == (measured if replaced else 0.5)
+    assert json.loads((tmp_path / "best.json").read_text())["step"] == (750 if replaced else 500)
+    assert (tmp_path / "best.safetensors").exists() == replaced
+    assert torch.load(tmp_path / "resume.pt", weights_only=False)["heldout_set"] == "set"
+
+
+def test_the_command_line_reports_a_missing_file_in_one_line_and_exits_2(tmp_path, capsys):
+    assert mlm_training.main(["evaluate", "--work-dir", str(tmp_path), "--weights", str(tmp_path / "no.safetensors")]) == 2
+    (tmp_path / "w.safetensors").write_bytes(b"x")
+    assert mlm_training.main(["evaluate", "--work-dir", str(tmp_path), "--weights", str(tmp_path / "w.safetensors")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("error: '") and "is missing." in err[0]
+    assert "run build-corpus --work-dir" in err[1] and len(err) == 2
