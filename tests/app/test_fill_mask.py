@@ -83,7 +83,6 @@ def test_shipped_model_shows_the_probe_answers_its_model_card_records(app):
 
 
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.is_file(), reason="the shipped weights are not committed yet")
-@pytest.mark.xfail(strict=True, reason="issue 5 open: the shipped model does not yet put 'paris' in its top 5")
 def test_shipped_model_puts_paris_in_the_top_5(app):
     assert "paris" in bar_words(app)
 

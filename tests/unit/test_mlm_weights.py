@@ -116,12 +116,6 @@ needs_shipped = pytest.mark.skipif(
     reason=f"{DEFAULT_WEIGHTS.name} is not committed yet (made by python -m vizcore.mlm_training export)")
 
 
-# Issue 5 stays open while this holds; strict, so the day the shipped model gets it right, this
-# marker must go (the test then guards the answer).
-PARIS_OPEN = ("issue 5 open: the shipped model (trained on 2 CPU cores so far) does not yet put 'paris' in "
-              "its top 5 for 'The capital of France is [MASK].'; see vizcore/weights/MODEL_CARD.md")
-
-
 @pytest.fixture(scope="module")
 def shipped():
     with pytest.MonkeyPatch.context() as patch:
@@ -130,8 +124,7 @@ def shipped():
 
 
 @needs_shipped
-@pytest.mark.parametrize("probe", [
-    pytest.param(0, marks=pytest.mark.xfail(strict=True, reason=PARIS_OPEN)), 1, 2], ids=["paris", "cat-surface", "cup-drink"])
+@pytest.mark.parametrize("probe", [0, 1, 2], ids=["paris", "cat-surface", "cup-drink"])
 def test_shipped_model_answers_everyday_probes_in_its_top_5(shipped, probe):
     sentence, answers = PROBES[probe]
     top5 = [p.token for p in fill_mask(shipped, sentence, top_k=5).masks[0].predictions]
