@@ -107,6 +107,11 @@ def test_verdict_follows_the_issue_thresholds(top5, says):
     assert says in verdict(top5, metrics(top5)["curve"])
 
 
+def test_a_top5_just_under_the_goal_is_not_rounded_up_to_it():
+    says = verdict(0.59970, metrics(0.5997)["curve"])
+    assert says.startswith("Below the 60% goal (59.97%")
+
+
 def test_missing_or_broken_metrics_give_one_line_and_exit_2(tmp_path, capsys):
     assert main(["--metrics", str(tmp_path / "none.json")]) == 2
     assert "run python -m vizcore.mlm_training export" in capsys.readouterr().err
