@@ -102,7 +102,8 @@ def summary_line() -> str:
             f"to predict masked words. Online? `{ONLINE_ALTERNATIVE}` is the original BERT masked-LM.")
     if metrics and "best" in metrics:
         best = metrics["best"]
-        text += (f" Measured: {best['heldout_top5']:.1%} top-5 / {best['heldout_top1']:.1%} top-1 on held-out "
+        # two decimals: one would round 59.97 % up to the 60 % goal
+        text += (f" Measured: {best['heldout_top5']:.2%} top-5 / {best['heldout_top1']:.2%} top-1 on held-out "
                  f"masked tokens after {best['step']:,} steps; {best['probes_right']} of 40 everyday probes.")
     return text
 

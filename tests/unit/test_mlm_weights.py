@@ -86,7 +86,7 @@ def test_it_is_listed_offline_with_its_label_and_the_online_pointer():
 
 def test_summary_reports_the_measured_numbers(use_made_weights):
     line = summary_line()
-    assert "60.0% top-5" in line and "41.0% top-1" in line and "1,234 steps" in line and "25 of 40" in line
+    assert "60.00% top-5" in line and "41.00% top-1" in line and "1,234 steps" in line and "25 of 40" in line
 
 
 def test_missing_weights_say_how_to_make_them(tmp_path, monkeypatch):
