@@ -83,12 +83,12 @@ def verdict(top5: float, curve: list[dict]) -> str:
     floor = "above" if top5 >= FLOOR_TOP5 else "BELOW"
     same = [row for row in curve if set_name(row) == set_name(curve[-1])] if curve else []
     last = same[-4:]
+    below = f"Below the {TARGET_TOP5:.0%} goal ({top5:.2%}"  # two decimals: one can round up to the goal
     if len(last) < 2:
-        return (f"Below the {TARGET_TOP5:.0%} goal ({top5:.2%}) and {floor} the {FLOOR_TOP5:.0%} floor; only "
+        return (f"{below}) and {floor} the {FLOOR_TOP5:.0%} floor; only "
                 f"{len(last)} evaluation on the current held-out set so far.")
     gain = last[-1]["heldout_top5"] - last[0]["heldout_top5"]
-    return (f"Below the {TARGET_TOP5:.0%} goal ({top5:.2%}: one decimal can round it up) and {floor} the "
-            f"{FLOOR_TOP5:.0%} floor; over the last "
+    return (f"{below}: one decimal can round it up) and {floor} the {FLOOR_TOP5:.0%} floor; over the last "
             f"{len(last)} evaluations top-5 moved by {gain * 100:+.1f} points (see the curve).")
 
 
