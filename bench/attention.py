@@ -17,8 +17,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import machine, markdown_table, timed, write_section  # noqa: E402
-from vizcore.attention import extract_attention  # noqa: E402
-from vizcore.models import DEFAULT_MODEL, load_model  # noqa: E402
+from vizcore.attention.extract import extract_attention  # noqa: E402
+from vizcore.model.loading import DEFAULT_MODEL, load_model  # noqa: E402
 
 SIZES = (16, 128, 512)
 REPEATS = 7

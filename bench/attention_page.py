@@ -44,7 +44,7 @@ def random_bert_12x12(folder: Path) -> str:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+    from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
     tokenizer = AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[DEFAULT_MODEL].source()))
     torch.manual_seed(0)
@@ -60,8 +60,8 @@ def bertviz_size(model: str, text: str) -> float:
     import torch
     from bertviz import head_view
 
-    from vizcore.attention import extract_attention
-    from vizcore.models import load_model
+    from vizcore.attention.extract import extract_attention
+    from vizcore.model.loading import load_model
 
     result = extract_attention(load_model(model, device="cpu"), text)
     attention = [torch.from_numpy(layer[None]) for layer in result.attention]
@@ -131,7 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from vizcore.models import DEFAULT_MODEL, load_model
+    from vizcore.model.loading import DEFAULT_MODEL, load_model
 
     tokenizer = load_model(DEFAULT_MODEL, device="cpu").tokenizer
     with tempfile.TemporaryDirectory() as folder:

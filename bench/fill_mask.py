@@ -37,13 +37,13 @@ def masked_text(tokenizer, n: int) -> str:
 
 
 def weights_note() -> str:
-    from vizcore.mlm_weights import DEFAULT_WEIGHTS, WEIGHTS_ENV
+    from vizcore.mlm.weights import DEFAULT_WEIGHTS, WEIGHTS_ENV
 
     if DEFAULT_WEIGHTS.is_file():
         return "the shipped weights"
     from safetensors.torch import save_file
 
-    from vizcore.mlm_training import changed_state, load_tokenizer, new_mlm_model
+    from tools.mlm_training import changed_state, load_tokenizer, new_mlm_model
 
     path = Path(tempfile.mkdtemp()) / "untrained.safetensors"
     state = changed_state(new_mlm_model("eager"), load_tokenizer().mask_token_id)
@@ -56,10 +56,10 @@ def main() -> None:
     note = weights_note()
     from transformers import pipeline
 
-    from vizcore.fill_mask import fill_iteratively, fill_mask
-    from vizcore.masking_demo import measure_rates
-    from vizcore.mlm_weights import MLM_MODEL
-    from vizcore.models import load_model
+    from vizcore.mlm.fill_mask import fill_iteratively, fill_mask
+    from vizcore.mlm.masking_demo import measure_rates
+    from vizcore.mlm.weights import MLM_MODEL
+    from vizcore.model.loading import load_model
 
     loaded = load_model(MLM_MODEL, device="cpu", head="mlm")
     pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device="cpu")

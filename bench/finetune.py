@@ -5,7 +5,7 @@ Both loops train all-MiniLM-L6-v2 with a 2-label head on the same batches of the
 (batch 16, AdamW lr 5e-5, dynamic padding, CPU), in the same process, alternating, median of
 ``REPEATS`` runs of ``STEPS`` steps each (after a warm-up step):
 
-* ours: ``vizcore.finetune.train_classifier`` (deep copy of the shared model, mean pooling, clipping,
+* ours: ``vizcore.finetune.training.train_classifier`` (deep copy of the shared model, mean pooling, clipping,
   schedule), timed between step reports so its evaluations are not counted;
 * plain: ``AutoModelForSequenceClassification`` + ``tokenizer(padding=True)`` + AdamW, the loop of
   the transformers docs.
@@ -25,9 +25,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import machine, markdown_table, write_section  # noqa: E402
-from vizcore.datasets import LabelledTexts, TrainTestData, builtin_data  # noqa: E402
-from vizcore.finetune import FinetuneConfig, train_classifier  # noqa: E402
-from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL, load_model  # noqa: E402
+from vizcore.finetune.datasets import LabelledTexts, TrainTestData, builtin_data  # noqa: E402
+from vizcore.finetune.training import FinetuneConfig, train_classifier  # noqa: E402
+from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL, load_model  # noqa: E402
 
 STEPS = 12
 BATCH = 16

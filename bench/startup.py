@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.report import markdown_table, write_section  # noqa: E402
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_healthy  # noqa: E402
-from vizcore.startup_cache import CACHE_ENV  # noqa: E402
+from vizcore.model.startup_cache import CACHE_ENV  # noqa: E402
 
 RUNS = 3
 TIMEOUT_MS = int(os.environ.get("STARTUP_TIMEOUT_MS", 180_000))
@@ -107,7 +107,7 @@ def main() -> None:
         "the server's CPU seconds are not). Each run starts a fresh `python -m ui.launch` (what `make run` "
         "starts: `streamlit run app.py` plus a thread that loads the default model while the server "
         "boots), waits for /_stcore/health, opens the page in Chromium (launched before the server, as a user's browser is already open; a fresh profile, so nothing is cached) and waits for the heatmap. With the opening "
-        "heatmaps cached on disk (`vizcore/startup_cache.py`; `make run` writes them once after installing, "
+        "heatmaps cached on disk (`vizcore/model/startup_cache.py`; `make run` writes them once after installing, "
         "every start recomputes and verifies them) the Home page shows the default sentence before torch "
         "and transformers have finished importing; with an empty cache it waits for the model. "
         "\"Model ready\" is when the warm-up has loaded the default model (any sentence from then on "

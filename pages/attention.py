@@ -5,7 +5,7 @@ import streamlit as st
 from ui import attention as ua
 from ui.attention_views import show_view
 from ui.state import selection, warn_if_truncated
-from vizcore.aggregate import PAIR_FILTERS, ViewOptions
+from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions
 
 st.title("Attention Explorer")
 st.markdown("Every layer and head of the model, for the sentence in the sidebar. Pick a layer and "

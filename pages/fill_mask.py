@@ -5,9 +5,9 @@ import streamlit as st
 from ui import fill_mask_state as fm
 from ui.state import selection
 from vizcore.errors import VizError
-from vizcore.fill_mask import FillMaskResult
-from vizcore.figures import display_tokens
-from vizcore.mlm_figures import (
+from vizcore.mlm.fill_mask import FillMaskResult
+from vizcore.plot import display_tokens
+from vizcore.mlm.figures import (
     final_word_curve,
     lens_table,
     logit_lens_heatmap,
@@ -18,7 +18,7 @@ from vizcore.mlm_figures import (
     rates_bars,
     rates_table,
 )
-from vizcore.mlm_weights import MLM_MODEL, summary_line
+from vizcore.mlm.weights import MLM_MODEL, summary_line
 
 
 def choose_model() -> str:

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
-from vizcore.examples import EXAMPLES
-from vizcore.figures import attention_heatmap
+from vizcore.attention.examples import EXAMPLES
+from vizcore.plot import attention_heatmap
 
 st.title("See inside BERT-style Transformers")
 st.markdown(

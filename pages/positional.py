@@ -6,8 +6,8 @@ import streamlit as st
 
 from ui.inside import get_learned, get_sinusoidal, or_stop
 from ui.state import model_or_stop, selection
-from vizcore.inside_figures import matrix_heatmap, position_scatter, waves_figure
-from vizcore.positional import (
+from vizcore.inside.figures import matrix_heatmap, position_scatter, waves_figure
+from vizcore.positional.encoding import (
     check_offset,
     check_size,
     offset_map,

@@ -17,10 +17,10 @@ from ui.inside import (
     show_matrix,
 )
 from ui.state import attention_or_stop, model_or_stop, selection
-from vizcore.attention_demos import D_K_CHOICES, causal_weights, weight_above_diagonal
-from vizcore.figures import display_tokens
-from vizcore.inside_figures import change_bars, softmax_bars, token_labels, variance_figure
-from vizcore.steps import MASKED, architecture
+from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
+from vizcore.plot import display_tokens
+from vizcore.inside.figures import change_bars, softmax_bars, token_labels, variance_figure
+from vizcore.inside.steps import MASKED, architecture
 
 CHART = {"displaylogo": False}
 PAGE = "step_by_step"

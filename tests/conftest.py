@@ -16,12 +16,12 @@ from transformers import (
     GPT2LMHeadModel,
 )
 
-from vizcore.models import DEFAULT_MODEL, BUILTIN_MODELS
+from vizcore.model.loading import DEFAULT_MODEL, BUILTIN_MODELS
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_startup_cache(tmp_path_factory):
     """Tests (and the servers they start) use their own startup cache, never the user's."""
-    from vizcore.startup_cache import CACHE_ENV
+    from vizcore.model.startup_cache import CACHE_ENV
 
     patch = pytest.MonkeyPatch()
     patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("startup-cache")))

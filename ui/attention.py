@@ -10,11 +10,12 @@ import numpy as np
 import streamlit as st
 
 from ui.state import Selection
-from vizcore.aggregate import attention_rollout, head_mean
-from vizcore.attention import AttentionResult, extract_attention
+from vizcore.attention.aggregate import attention_rollout, head_mean
+from vizcore.attention.extract import extract_attention
+from vizcore.model.record import Run
 from vizcore.errors import VizError
-from vizcore.figures_attention import downsample
-from vizcore.head_stats import head_statistics
+from vizcore.attention.figures import downsample
+from vizcore.attention.head_stats import head_statistics
 from ui.state import get_model
 
 KEY_LAYER = "attention.layer"
@@ -38,7 +39,7 @@ VIEWS = {
 MAX_URL_TEXT = 2_000  # longer sentences are left out of the link (browsers and chat apps cut long URLs)
 
 
-def attention_for(model: str, device: str, text: str, pair: str | None) -> AttentionResult:
+def attention_for(model: str, device: str, text: str, pair: str | None) -> Run:
     """Attention of any model/sentence through the same cache; VizError for the caller to show."""
     return _attention_resource(model, device, text, pair)
 
@@ -48,13 +49,13 @@ def result_key(sel: Selection) -> tuple[str, str, str, str | None]:
 
 
 @st.cache_resource(show_spinner="Computing attention…", max_entries=4)
-def _attention_resource(model: str, device: str, text: str, pair: str | None) -> AttentionResult:
+def _attention_resource(model: str, device: str, text: str, pair: str | None) -> Run:
     # cache_resource, not cache_data: at n = 512 on 12 x 12 heads the weights are 150 MB, and
     # cache_data would unpickle a fresh copy on every rerun. The result is read-only.
     return extract_attention(get_model(model, device), text, pair)
 
 
-def attention_or_stop(sel: Selection) -> AttentionResult:
+def attention_or_stop(sel: Selection) -> Run:
     try:
         return _attention_resource(*result_key(sel))
     except VizError as error:
@@ -63,18 +64,18 @@ def attention_or_stop(sel: Selection) -> AttentionResult:
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def grid_matrices(key: tuple, _result: AttentionResult) -> np.ndarray:
+def grid_matrices(key: tuple, _result: Run) -> np.ndarray:
     """Every head downsampled for the grid, ``[layer, head, c, c]`` float32 (key names the result)."""
     return downsample(_result.attention)
 
 
 @st.cache_data(max_entries=8, show_spinner="Computing head statistics…")
-def statistics(key: tuple, _result: AttentionResult) -> dict[str, np.ndarray]:
+def statistics(key: tuple, _result: Run) -> dict[str, np.ndarray]:
     return head_statistics(_result.attention, _result.tokens, _result.special_mask)
 
 
 @st.cache_data(max_entries=8, show_spinner="Aggregating heads…")
-def aggregates(key: tuple, _result: AttentionResult) -> dict[str, np.ndarray]:
+def aggregates(key: tuple, _result: Run) -> dict[str, np.ndarray]:
     """Head means and rollout per layer, ``[layer, query, key]`` float32."""
     return {"mean": head_mean(_result.attention).astype(np.float32),
             "rollout": attention_rollout(_result.attention).astype(np.float32)}

@@ -9,11 +9,11 @@ import streamlit as st
 
 from ui import attention as ua
 from ui.state import OTHER_MODEL, Selection, model_choices, model_or_stop
-from vizcore.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view, attention_flow
-from vizcore.attention import AttentionResult
+from vizcore.attention.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view, attention_flow
+from vizcore.model.record import Run
 from vizcore.errors import VizError
-from vizcore.exports import ALL_HEADS_MAX_TOKENS, attention_csv, attention_json
-from vizcore.html_views import (
+from vizcore.attention.exports import ALL_HEADS_MAX_TOKENS, attention_csv, attention_json
+from vizcore.attention.html_views import (
     BERTVIZ_MAX_TOKENS,
     HEAD_VIEW_MAX_TOKENS,
     LINE_THRESHOLD,
@@ -23,7 +23,7 @@ from vizcore.html_views import (
     bertviz_neuron_view_html,
     head_view_html,
 )
-from vizcore.figures_attention import (
+from vizcore.attention.figures import (
     difference_heatmap,
     flow_bars,
     head_grid,
@@ -31,7 +31,7 @@ from vizcore.figures_attention import (
     special_mass_chart,
     statistic_heatmap,
 )
-from vizcore.head_stats import LABELS, STATISTICS, statistics_table
+from vizcore.attention.head_stats import LABELS, STATISTICS, statistics_table
 
 KEY_IMAGE_FORMAT = "attention.image_format"
 
@@ -56,7 +56,7 @@ def options_caption(options: ViewOptions) -> str:
     return ("Shown with " + "; ".join(notes) + ".") if notes else ""
 
 
-def shown_matrix(matrix: np.ndarray, result: AttentionResult, options: ViewOptions):
+def shown_matrix(matrix: np.ndarray, result: Run, options: ViewOptions):
     """``apply_view`` with a clear message (and a stopped page) when the options leave nothing."""
     try:
         return apply_view(matrix, result.tokens, result.offsets, result.special_mask, result.segment_ids, options)
@@ -65,7 +65,7 @@ def shown_matrix(matrix: np.ndarray, result: AttentionResult, options: ViewOptio
         st.stop()
 
 
-def heatmap_view(result: AttentionResult, layer: int, head: int, options: ViewOptions, key: str,
+def heatmap_view(result: Run, layer: int, head: int, options: ViewOptions, key: str,
                  matrix: np.ndarray | None = None, title: str | None = None) -> None:
     source = result.attention[layer - 1, head - 1] if matrix is None else matrix
     shown, rows, cols = shown_matrix(source, result, options)
@@ -92,7 +92,7 @@ def _grid_clicked() -> None:
     ua.open_head(int(index) // heads + 1, int(index) % heads + 1)
 
 
-def grid_view(result: AttentionResult, sel: Selection, layer: int, head: int) -> None:
+def grid_view(result: Run, sel: Selection, layer: int, head: int) -> None:
     small = ua.grid_matrices(ua.result_key(sel), result)
     st.session_state["attention.grid_heads"] = result.num_heads
     figure = head_grid(small, f"{result.model} · all {result.num_layers} layers × {result.num_heads} heads",
@@ -114,7 +114,7 @@ def _table_clicked(table) -> None:
         ua.open_head(int(row["layer"]), int(row["head"]))
 
 
-def statistics_view(result: AttentionResult, sel: Selection) -> None:
+def statistics_view(result: Run, sel: Selection) -> None:
     stats = ua.statistics(ua.result_key(sel), result)
     table = statistics_table(stats)
     st.markdown("Per-head statistics after Clark et al. 2019, *What does BERT look at?* Each is a mean over "
@@ -134,11 +134,11 @@ def statistics_view(result: AttentionResult, sel: Selection) -> None:
 
 
 @st.cache_data(max_entries=16, show_spinner="Solving max-flow problems…")
-def _flow_row(key: tuple, query: int, _result: AttentionResult) -> np.ndarray:
+def _flow_row(key: tuple, query: int, _result: Run) -> np.ndarray:
     return attention_flow(_result.attention, queries=[query])[query]
 
 
-def aggregate_view(result: AttentionResult, sel: Selection, layer: int, options: ViewOptions) -> None:
+def aggregate_view(result: Run, sel: Selection, layer: int, options: ViewOptions) -> None:
     kinds = {"mean": "Mean over the layer's heads", "rollout": "Attention rollout (up to the layer)",
              "flow": "Attention flow (one token)"}
     kind = st.radio("Aggregation", list(kinds), format_func=kinds.get, horizontal=True, key="attention.aggregate")
@@ -157,7 +157,7 @@ def aggregate_view(result: AttentionResult, sel: Selection, layer: int, options:
                    "layer. A row says how much each input token contributes to that token's representation.")
 
 
-def flow_view(result: AttentionResult, sel: Selection, n: int) -> None:
+def flow_view(result: Run, sel: Selection, n: int) -> None:
     if n > FLOW_MAX_TOKENS:
         st.info(f"Attention flow is limited to inputs of at most {FLOW_MAX_TOKENS} tokens (this one has {n}): "
                 "it solves one max-flow problem per token pair. Use rollout for longer inputs.")
@@ -176,7 +176,7 @@ def flow_view(result: AttentionResult, sel: Selection, n: int) -> None:
 
 
 @st.cache_data(max_entries=8, show_spinner="Building the view…")
-def _html(key: tuple, kind: str, layer: int, head: int, pair_filter: str, _result: AttentionResult,
+def _html(key: tuple, kind: str, layer: int, head: int, pair_filter: str, _result: Run,
           _sel: Selection | None = None) -> str:
     if kind == "lines":
         return head_view_html(_result, layer, [head], head, pair_filter)
@@ -189,7 +189,7 @@ def _html(key: tuple, kind: str, layer: int, head: int, pair_filter: str, _resul
     return bertviz_neuron_view_html(model_or_stop(_sel), _result, layer, head)
 
 
-def html_or_stop(sel: Selection, result: AttentionResult, kind: str, layer: int, head: int,
+def html_or_stop(sel: Selection, result: Run, kind: str, layer: int, head: int,
                  pair_filter: str = "all") -> str:
     try:
         return _html(ua.result_key(sel), kind, layer - 1, head - 1, pair_filter, result, sel)
@@ -198,7 +198,7 @@ def html_or_stop(sel: Selection, result: AttentionResult, kind: str, layer: int,
         st.stop()
 
 
-def lines_view(result: AttentionResult, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
+def lines_view(result: Run, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
     page = html_or_stop(sel, result, "lines", layer, head, options.pair_filter)
     rows = max(len(result.tokens), 2)
     st.iframe(page, height=int(min(24 * rows + 90, 5000)))
@@ -209,7 +209,7 @@ def lines_view(result: AttentionResult, sel: Selection, layer: int, head: int, o
                + (" Sentence A in blue, B in orange." if (result.segment_ids == 1).any() else ""))
 
 
-def bertviz_view(result: AttentionResult, sel: Selection, layer: int, head: int) -> None:
+def bertviz_view(result: Run, sel: Selection, layer: int, head: int) -> None:
     kinds = {"head": "Head view", "model": "Model view", "neuron": "Neuron view"}
     kind = st.radio("bertviz view", list(kinds), format_func=kinds.get, horizontal=True, key="attention.bertviz")
     page = html_or_stop(sel, result, kind, layer, head)
@@ -229,7 +229,7 @@ def _minimal_pair(text: str) -> str:
     return "The animal didn't cross the street because it was too wide."
 
 
-def _side_by_side(first: AttentionResult, second: AttentionResult, layer: int, head: int,
+def _side_by_side(first: Run, second: Run, layer: int, head: int,
                   options: ViewOptions, names: tuple[str, str]) -> None:
     columns = st.columns(2)
     shown = []
@@ -254,7 +254,7 @@ def _side_by_side(first: AttentionResult, second: AttentionResult, layer: int, h
                f"first/second. Largest change: {np.abs(a - b).max():.3f}.")
 
 
-def compare_view(result: AttentionResult, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
+def compare_view(result: Run, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
     modes = {"sentences": "Two sentences", "models": "Two models"}
     mode = st.radio("Compare", list(modes), format_func=modes.get, horizontal=True, key="attention.compare_mode")
     if mode == "sentences":
@@ -279,7 +279,7 @@ def compare_view(result: AttentionResult, sel: Selection, layer: int, head: int,
     _side_by_side(result, second, layer, head, options, (sel.model, other_model))
 
 
-def export_view(result: AttentionResult, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
+def export_view(result: Run, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
     st.markdown("**Attention as data.** CSV is long format, one row per weight: `layer,head,query_index,"
                 "query_token,key_index,key_token,weight` (layer and head from 1). JSON holds `tokens` and "
                 "`attention` as `[query][key]` for one head, `[layer][head][query][key]` for all heads.")
@@ -311,7 +311,7 @@ def export_view(result: AttentionResult, sel: Selection, layer: int, head: int, 
     heatmap_view(result, layer, head, options, key="attention.export_heatmap")
 
 
-def show_view(view: str, result: AttentionResult, sel: Selection, layer: int, head: int,
+def show_view(view: str, result: Run, sel: Selection, layer: int, head: int,
               options: ViewOptions) -> None:
     if view == "heatmap":
         heatmap_view(result, layer, head, options, key="attention.heatmap")

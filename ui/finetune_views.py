@@ -17,12 +17,12 @@ from ui.training import (
     start_job,
     stop_job,
 )
-from vizcore.attention import extract_attention
+from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
-from vizcore.figures import attention_heatmap
-from vizcore.finetune import MODE_LABELS, TrainingJob
-from vizcore.finetune_analysis import attention_change, embedding_map, evaluate, finetuned_model, predict_sentence
-from vizcore.finetune_figures import confusion_heatmap, head_change_heatmap, pca_scatter, training_curves
+from vizcore.plot import attention_heatmap
+from vizcore.finetune.training import MODE_LABELS, TrainingJob
+from vizcore.finetune.analysis import attention_change, embedding_map, evaluate, finetuned_model, predict_sentence
+from vizcore.finetune.figures import confusion_heatmap, head_change_heatmap, pca_scatter, training_curves
 
 CHART = {"displaylogo": False}
 METRICS = {"js": "Jensen-Shannon divergence (bits)", "abs": "mean absolute difference"}

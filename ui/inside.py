@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 from ui.state import get_model
-from vizcore.attention_demos import (
+from vizcore.inside.demos import (
     PaddingDemo,
     PermutationDemo,
     ScalingDemo,
@@ -22,9 +22,10 @@ from vizcore.attention_demos import (
     variance_curve,
 )
 from vizcore.errors import VizError
-from vizcore.inside_figures import matrix_heatmap
-from vizcore.positional import LearnedPositions, learned_positions, sinusoidal_encoding
-from vizcore.steps import EmbeddingParts, ForwardPass, LayerSteps, embedding_parts, layer_steps, run_model
+from vizcore.inside.figures import matrix_heatmap
+from vizcore.positional.encoding import LearnedPositions, learned_positions, sinusoidal_encoding
+from vizcore.model.record import Run
+from vizcore.inside.steps import EmbeddingParts, LayerSteps, embedding_parts, layer_steps, run_model
 
 T = TypeVar("T")
 
@@ -58,7 +59,7 @@ def get_learned(name: str, device: str, positions: int) -> LearnedPositions:
 
 
 @st.cache_data(show_spinner="Running the model…", max_entries=8)
-def get_run(name: str, device: str, text: str, pair: str | None) -> ForwardPass:
+def get_run(name: str, device: str, text: str, pair: str | None) -> Run:
     return run_model(get_model(name, device), text, pair)
 
 

@@ -3,7 +3,7 @@
 A cold start spends most of its time importing torch and transformers and loading the default
 model. Streamlit only runs app.py when the first browser connects, so this launcher does that work
 in a background thread while the server boots, filling the same ``st.cache_resource`` the pages
-use, and refreshes the disk cache of the opening heatmaps (``vizcore.startup_cache``) that lets the
+use, and refreshes the disk cache of the opening heatmaps (``vizcore.model.startup_cache``) that lets the
 Home page show the default sentence before torch has finished importing. Behaviour is otherwise
 exactly ``streamlit run app.py``.
 """
@@ -27,9 +27,9 @@ def _warm_up() -> None:
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
     try:
         from ui.state import FIRST_PAGE_SHOWN, get_model, import_model_stack
-        from vizcore import startup_cache
-        from vizcore.catalog import DEFAULT_MODEL
-        from vizcore.examples import DEFAULT_TEXT
+        from vizcore.model import startup_cache
+        from vizcore.model.catalog import DEFAULT_MODEL
+        from vizcore.attention.examples import DEFAULT_TEXT
 
         if startup_cache.load(DEFAULT_MODEL, "auto", DEFAULT_TEXT, None) is not None:
             # The first page can come from the disk cache: let it reach the browser first. Importing
@@ -49,7 +49,7 @@ def _warm_up() -> None:
         # serialisation (about 2.5 s measured on 2 cores); pay them here, while nobody waits.
         import numpy as np
 
-        from vizcore.figures import attention_heatmap
+        from vizcore.plot import attention_heatmap
 
         attention_heatmap(np.full((2, 2), 0.5, dtype=np.float32), ["[CLS]", "[SEP]"]).to_json()
     except Exception as error:  # a warm-up must never stop the server; the page reports real errors

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 # No torch or transformers here: they take seconds to import, and the first page (sidebar, cached
-# Home heatmap) needs neither. vizcore.models and vizcore.attention are imported where they are used.
-from vizcore import startup_cache
-from vizcore.attention_result import AttentionResult
-from vizcore.catalog import BUILTIN_MODELS, DEFAULT_MODEL, SUGGESTED_HUB_MODELS, available_devices
+# Home heatmap) needs neither. vizcore.model.loading and vizcore.attention.extract are imported where they are used.
+from vizcore.model import startup_cache
+from vizcore.model.record import Run
+from vizcore.model.catalog import BUILTIN_MODELS, DEFAULT_MODEL, SUGGESTED_HUB_MODELS, available_devices
 from vizcore.errors import VizError
-from vizcore.examples import DEFAULT_TEXT
+from vizcore.attention.examples import DEFAULT_TEXT
 
 if TYPE_CHECKING:
-    from vizcore.models import LoadedModel
+    from vizcore.model.loading import LoadedModel
 
 OTHER_MODEL = "Other: hub id or local folder…"
 KEY_MODEL_CHOICE = "shared.model_choice"
@@ -45,7 +45,7 @@ def import_model_stack() -> None:
     with _MODEL_STACK:
         import transformers.models.bert.modeling_bert  # noqa: F401  (the default model's classes)
 
-        import vizcore.attention  # noqa: F401  (imports vizcore.models, torch and transformers)
+        import vizcore.attention.extract  # noqa: F401  (imports vizcore.model.loading, torch and transformers)
 
 
 @dataclass(frozen=True)
@@ -60,18 +60,18 @@ class Selection:
 def get_model(name: str, device: str = "auto", head: str = "base") -> LoadedModel:
     """One loaded model per (name, device, head) for the whole server. Read-only: never train it."""
     import_model_stack()
-    from vizcore.models import load_model
+    from vizcore.model.loading import load_model
 
     return load_model(name, device=device, head=head)
 
 
 @st.cache_data(show_spinner="Computing attention…", max_entries=16)
-def get_attention(name: str, device: str, text: str, pair: str | None) -> AttentionResult:
+def get_attention(name: str, device: str, text: str, pair: str | None) -> Run:
     cached = startup_cache.load(name, device, text, pair)  # the opening sentences, while torch still loads
     if cached is not None:
         return cached
     import_model_stack()
-    from vizcore.attention import extract_attention
+    from vizcore.attention.extract import extract_attention
 
     return extract_attention(get_model(name, device), text, pair)
 
@@ -142,7 +142,7 @@ def model_or_stop(sel: Selection, head: str = "base") -> LoadedModel:
         st.stop()
 
 
-def attention_or_stop(sel: Selection) -> AttentionResult:
+def attention_or_stop(sel: Selection) -> Run:
     try:
         return get_attention(sel.model, sel.device, sel.text, sel.pair)
     except VizError as error:
@@ -150,7 +150,7 @@ def attention_or_stop(sel: Selection) -> AttentionResult:
         st.stop()
 
 
-def warn_if_truncated(result: AttentionResult) -> None:
+def warn_if_truncated(result: Run) -> None:
     if result.truncated:
         st.warning(
             f"The input has {result.num_input_tokens:,} tokens; this model reads at most "

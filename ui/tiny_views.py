@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from vizcore.errors import VizError
-from vizcore.finetune_figures import tiny_accuracy_curve, tiny_attention_grid
-from vizcore.tiny_transformer import TASKS, TinyConfig, TinyJob, anti_diagonal_mass, example_digits, predict_tiny
+from vizcore.finetune.figures import tiny_accuracy_curve, tiny_attention_grid
+from vizcore.finetune.tiny import TASKS, TinyConfig, TinyJob, anti_diagonal_mass, example_digits, predict_tiny
 
 KEY_TINY_JOB = "finetune.tiny_job"
 CHART = {"displaylogo": False}
@@ -15,7 +15,7 @@ TASK_LABELS = {"reverse": "reverse the digits", "sort": "sort the digits"}
 
 def tiny_panel() -> None:
     st.markdown(
-        "A Transformer encoder written from scratch in `vizcore/tiny_transformer.py` (multi-head attention, "
+        "A Transformer encoder written from scratch in `vizcore/finetune/tiny.py` (multi-head attention, "
         "sinusoidal positional encoding, pre-norm encoder layers, as in the tutorials) learns a toy task "
         "in seconds. Each output position must find the right input digit, and the heads learn where to "
         "look: for **reversal**, position *i* looks at position *n − 1 − i*, the anti-diagonal.")

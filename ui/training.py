@@ -1,6 +1,6 @@
 """Streamlit side of the Fine-tuning lab: data and settings widgets, the live training panel, results.
 
-The training job (``vizcore.finetune.TrainingJob``) lives in this session's state and trains its own
+The training job (``vizcore.finetune.training.TrainingJob``) lives in this session's state and trains its own
 copy of the model in a background thread; a fragment polls its snapshot once a second while it
 runs. A server-wide cap on running jobs keeps the server usable when a whole class presses Train.
 """
@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from vizcore.datasets import MAX_BYTES, MAX_ROWS, TrainTestData, builtin_data, frame_to_train_test, read_csv_bytes
+from vizcore.finetune.datasets import MAX_BYTES, MAX_ROWS, TrainTestData, builtin_data, frame_to_train_test, read_csv_bytes
 from vizcore.errors import VizError
-from vizcore.finetune import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob
-from vizcore.models import LoadedModel
+from vizcore.finetune.training import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob
+from vizcore.model.loading import LoadedModel
 
 KEY_JOB = "finetune.job"
 KEY_ANALYSIS = "finetune.analysis"

@@ -7,8 +7,8 @@ import pytest
 
 from tests.app.conftest import decode_plotly, plotly_traces, set_shared
 from ui.state import DEFAULT_TEXT
-from vizcore.attention import extract_attention
-from vizcore.models import load_model
+from vizcore.attention.extract import extract_attention
+from vizcore.model.loading import load_model
 
 PAGE = "pages/attention.py"
 

@@ -16,8 +16,8 @@ from tests.app.conftest import decode_plotly
 from tests.unit.tiny_mlm import build_tiny_mlm, make_mlm_weights
 from ui.fill_mask_state import DEFAULT_TEXT, OTHER_MODEL
 from ui.state import get_model
-from vizcore.fill_mask import fill_mask
-from vizcore.mlm_weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
+from vizcore.mlm.fill_mask import fill_mask
+from vizcore.mlm.weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
 
 PAGE = "pages/fill_mask.py"
 
@@ -211,7 +211,7 @@ def test_missing_weights_say_how_to_make_them(new_app, tmp_path, monkeypatch):
     at = new_app(PAGE).run()
     get_model.clear()
     assert not at.exception
-    assert "python -m vizcore.mlm_training" in at.error[0].value and "bert-base-uncased" in at.error[0].value
+    assert "python -m tools.mlm_training" in at.error[0].value and "bert-base-uncased" in at.error[0].value
 
 
 def test_a_shared_link_sets_the_model_and_sentence(new_app, roberta_dir):

@@ -9,7 +9,7 @@ import torch
 
 from tests.app.conftest import decode_plotly, set_shared
 from ui.state import OTHER_MODEL
-from vizcore.models import DEFAULT_MODEL, load_model
+from vizcore.model.loading import DEFAULT_MODEL, load_model
 
 PAGE = "pages/positional.py"
 

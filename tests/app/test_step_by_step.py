@@ -7,8 +7,8 @@ import pytest
 
 from tests.app.conftest import decode_plotly, set_shared
 from ui.state import DEFAULT_TEXT, OTHER_MODEL
-from vizcore.attention import extract_attention
-from vizcore.models import DEFAULT_MODEL, load_model
+from vizcore.attention.extract import extract_attention
+from vizcore.model.loading import DEFAULT_MODEL, load_model
 
 PAGE = "pages/step_by_step.py"
 

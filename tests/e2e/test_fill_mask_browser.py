@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
 from tests.unit.tiny_mlm import build_tiny_mlm
-from vizcore.mlm_weights import DEFAULT_WEIGHTS
+from vizcore.mlm.weights import DEFAULT_WEIGHTS
 
 BARS = ".js-plotly-plot .barlayer"
 

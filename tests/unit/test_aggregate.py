@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from vizcore.aggregate import (
+from vizcore.attention.aggregate import (
     ViewOptions,
     apply_view,
     attention_flow,
@@ -13,9 +13,9 @@ from vizcore.aggregate import (
     pair_selection,
     word_groups,
 )
-from vizcore.attention import extract_attention
+from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 
 def random_attention(layers=2, heads=3, n=5, seed=0):

@@ -5,9 +5,10 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from vizcore.attention import MAX_CHARS, extract_attention
+from vizcore.attention.extract import extract_attention
+from vizcore.model.run import MAX_CHARS
 from vizcore.errors import VizError
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 
 @pytest.fixture(scope="module")

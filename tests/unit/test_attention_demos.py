@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy.stats import entropy
 
-from vizcore.attention_demos import (
+from vizcore.inside.demos import (
     causal_weights,
     entropy_bits,
     padding_demo,
@@ -20,8 +20,8 @@ from vizcore.attention_demos import (
     weight_above_diagonal,
 )
 from vizcore.errors import VizError
-from vizcore.models import DEFAULT_MODEL, load_model
-from vizcore.steps import TOLERANCE, run_model
+from vizcore.model.loading import DEFAULT_MODEL, load_model
+from vizcore.inside.steps import TOLERANCE, run_model
 
 TEXT = "The animal didn't cross the street because it was too tired."
 

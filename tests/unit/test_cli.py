@@ -10,7 +10,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from vizcore.cli import main
-from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
 
 @pytest.fixture(scope="module")

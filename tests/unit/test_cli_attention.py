@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from vizcore.attention import extract_attention
+from vizcore.attention.extract import extract_attention
 from vizcore.cli import main
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 TEXT = "The cat sat on the mat."
 

@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from vizcore.corpus import fetch_sotu, is_held_out, sotu_documents, verify_integrity
+from tools.corpus import fetch_sotu, is_held_out, sotu_documents, verify_integrity
 from vizcore.errors import VizError
 
 PINNED = (11, 110, 122)

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vizcore import datasets
-from vizcore.datasets import (
+from vizcore.finetune import datasets
+from vizcore.finetune.datasets import (
     MAX_BYTES,
     MAX_ROWS,
     builtin_data,

@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from vizcore.attention import extract_attention
+from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
-from vizcore.exports import CSV_HEADER, attention_csv, attention_json
-from vizcore.models import load_model
+from vizcore.attention.exports import CSV_HEADER, attention_csv, attention_json
+from vizcore.model.loading import load_model
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from vizcore.figures_attention import axis_labels, downsample, head_grid, head_heatmap, special_mass_chart
+from vizcore.attention.figures import axis_labels, downsample, head_grid, head_heatmap, special_mass_chart
 
 
 def test_downsample_is_block_means_and_keeps_small_matrices():

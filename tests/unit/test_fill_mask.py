@@ -9,7 +9,7 @@ from transformers import AutoModelForMaskedLM, pipeline
 
 from tests.unit.tiny_mlm import tiny_mlm_dir  # noqa: F401  (fixture)
 from vizcore.errors import VizError
-from vizcore.fill_mask import (
+from vizcore.mlm.fill_mask import (
     MAX_MASKS,
     fill_iteratively,
     fill_mask,
@@ -18,7 +18,7 @@ from vizcore.fill_mask import (
     readable_text,
     separable_head,
 )
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 KINDS = ["bert", "distilbert", "roberta"]
 

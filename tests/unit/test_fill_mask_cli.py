@@ -10,7 +10,7 @@ from transformers import pipeline
 
 from tests.unit.tiny_mlm import tiny_mlm_dir  # noqa: F401  (fixture)
 from vizcore.cli import build_parser, main
-from vizcore.mlm_weights import MLM_MODEL, WEIGHTS_ENV
+from vizcore.mlm.weights import MLM_MODEL, WEIGHTS_ENV
 
 
 def run_cli(capsys, *argv):

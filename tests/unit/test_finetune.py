@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from vizcore.datasets import LabelledTexts, TrainTestData
+from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.errors import VizError
-from vizcore.finetune import (
+from vizcore.finetune.training import (
     FinetuneConfig,
     TrainingJob,
     new_classifier,
@@ -17,7 +17,7 @@ from vizcore.finetune import (
     predict_proba,
     train_classifier,
 )
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 GOOD = ["good", "great", "lovely", "nice", "happy", "superb", "fine", "glad"]
 BAD = ["bad", "awful", "poor", "sad", "ugly", "nasty", "rude", "grim"]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from vizcore.datasets import LabelledTexts
-from vizcore.finetune_analysis import (
+from vizcore.finetune.datasets import LabelledTexts
+from vizcore.finetune.analysis import (
     Evaluation,
     attention_change,
     class_separation,
@@ -18,7 +18,7 @@ from vizcore.finetune_analysis import (
     pca_2d,
     pooled_embeddings,
 )
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 SENTENCES = ["The cat sat on the mat.", "A truly awful meal.", "Lovely staff and a great view!"]
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from vizcore.head_stats import STATISTICS, head_statistics, statistics_table, token_classes
+from vizcore.attention.head_stats import STATISTICS, head_statistics, statistics_table, token_classes
 
 TOKENS = ["[CLS]", "hello", ",", "world", "[SEP]"]
 SPECIAL = np.array([True, False, False, False, True])

@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from vizcore.attention import extract_attention
+from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
-from vizcore.html_views import (
+from vizcore.attention.html_views import (
     bertviz_head_view_html,
     bertviz_model_view_html,
     bertviz_neuron_view_html,
@@ -16,7 +16,7 @@ from vizcore.html_views import (
     queries_and_keys,
     script_json,
 )
-from vizcore.models import load_model
+from vizcore.model.loading import load_model
 
 EVIL = "<script>alert(1)</script> <img src=x onerror=alert(2)> & done"
 

@@ -7,9 +7,9 @@ import pytest
 from transformers import AutoTokenizer
 
 from vizcore.errors import VizError
-from vizcore.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED, MaskingRule, ordinary_token_ids
-from vizcore.masking_demo import draw_masking, measure_rates
-from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED, MaskingRule, ordinary_token_ids
+from vizcore.mlm.masking_demo import draw_masking, measure_rates
+from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
 TEXT = "The quick brown fox jumps over the lazy dog while the old cat sleeps in the warm sun."
 

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from vizcore.mlm_card import MAX_CURVE_ROWS, main, verdict, write_card
+from tools.mlm_card import MAX_CURVE_ROWS, main, verdict, write_card
 
 
 def metrics(top5: float = 0.612, evaluations: int = 60) -> dict:
@@ -114,7 +114,7 @@ def test_a_top5_just_under_the_goal_is_not_rounded_up_to_it():
 
 def test_missing_or_broken_metrics_give_one_line_and_exit_2(tmp_path, capsys):
     assert main(["--metrics", str(tmp_path / "none.json")]) == 2
-    assert "run python -m vizcore.mlm_training export" in capsys.readouterr().err
+    assert "run python -m tools.mlm_training export" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
     assert main(["--metrics", str(broken)]) == 2

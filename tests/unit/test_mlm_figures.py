@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from vizcore.fill_mask import LogitLens, Prediction
-from vizcore.masking_demo import draw_masking, measure_rates
-from vizcore.mlm_figures import (
+from vizcore.mlm.fill_mask import LogitLens, Prediction
+from vizcore.mlm.masking_demo import draw_masking, measure_rates
+from vizcore.mlm.figures import (
     KIND_STYLE,
     lens_table,
     logit_lens_heatmap,
@@ -18,7 +18,7 @@ from vizcore.mlm_figures import (
     prediction_bars,
     rates_bars,
 )
-from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
 
 def predictions(*pairs):

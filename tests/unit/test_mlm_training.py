@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from vizcore import mlm_training
+from tools import mlm_training
 from vizcore.errors import VizError
-from vizcore.mlm_training import (
+from tools.mlm_training import (
     MASK_ROW_KEY,
     TrainConfig,
     apply_changed_state,

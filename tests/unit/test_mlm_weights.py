@@ -15,9 +15,9 @@ from safetensors.torch import load_file, save_file
 
 from tests.unit.tiny_mlm import make_mlm_weights
 from vizcore.errors import VizError
-from vizcore.fill_mask import fill_mask
-from vizcore.mlm_training import MASK_ROW_KEY, new_mlm_model
-from vizcore.mlm_weights import (
+from vizcore.mlm.fill_mask import fill_mask
+from tools.mlm_training import MASK_ROW_KEY, new_mlm_model
+from vizcore.mlm.weights import (
     DEFAULT_WEIGHTS,
     MLM_LABEL,
     MLM_MODEL,
@@ -25,8 +25,8 @@ from vizcore.mlm_weights import (
     summary_line,
     weights_available,
 )
-from vizcore.models import available_models, load_model
-from vizcore.probes import PROBES
+from vizcore.model.loading import available_models, load_model
+from vizcore.mlm.probes import PROBES
 
 SENTENCE = "The cat sat on the [MASK]."
 
@@ -92,7 +92,7 @@ def test_summary_reports_the_measured_numbers(use_made_weights):
 def test_missing_weights_say_how_to_make_them(tmp_path, monkeypatch):
     monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path / "nothing.safetensors"))
     assert not weights_available()
-    with pytest.raises(VizError, match=r"missing: make them with python -m vizcore.mlm_training .* export"):
+    with pytest.raises(VizError, match=r"missing: make them with python -m tools.mlm_training .* export"):
         load_model(MLM_MODEL, device="cpu", head="mlm")
 
 
@@ -113,7 +113,7 @@ def test_unreadable_or_foreign_weights_are_refused(tmp_path, monkeypatch):
 
 needs_shipped = pytest.mark.skipif(
     not DEFAULT_WEIGHTS.is_file(),
-    reason=f"{DEFAULT_WEIGHTS.name} is not committed yet (made by python -m vizcore.mlm_training export)")
+    reason=f"{DEFAULT_WEIGHTS.name} is not committed yet (made by python -m tools.mlm_training export)")
 
 
 @pytest.fixture(scope="module")

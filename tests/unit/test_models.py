@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from vizcore import models
+from vizcore.model import loading as models
 from vizcore.errors import VizError
-from vizcore.models import DEFAULT_MODEL, available_models, load_model, pick_device
+from vizcore.model.loading import DEFAULT_MODEL, available_models, load_model, pick_device
 
 
 def test_tiny_bert_loads_frozen_in_eval_mode_with_eager_attention(tiny_bert_dir):

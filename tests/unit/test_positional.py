@@ -10,9 +10,9 @@ from transformers import RobertaConfig, RobertaModel
 
 from vizcore.cli import main
 from vizcore.errors import VizError
-from vizcore.inside_figures import MAX_CELLS, matrix_heatmap, position_scatter, waves_figure
-from vizcore.models import LoadedModel, load_model
-from vizcore.positional import (
+from vizcore.inside.figures import MAX_CELLS, matrix_heatmap, position_scatter, waves_figure
+from vizcore.model.loading import LoadedModel, load_model
+from vizcore.positional.encoding import (
     check_offset,
     learned_positions,
     offset_map,

@@ -11,10 +11,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from vizcore import catalog, startup_cache
-from vizcore.attention import extract_attention
-from vizcore.examples import DEFAULT_TEXT, EXAMPLES, startup_inputs
-from vizcore.models import DEFAULT_MODEL, load_model
+from vizcore.model import catalog
+
+from vizcore.model import startup_cache
+from vizcore.attention.extract import extract_attention
+from vizcore.attention.examples import DEFAULT_TEXT, EXAMPLES, startup_inputs
+from vizcore.model.loading import DEFAULT_MODEL, load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,11 +129,11 @@ def test_the_first_page_modules_do_not_import_torch(cache, loaded):
     startup_cache.prepare(loaded)
     code = (
         "import sys\n"
-        "import ui.state, vizcore.figures\n"
-        "from vizcore import startup_cache\n"
-        "from vizcore.examples import DEFAULT_TEXT\n"
+        "import ui.state, vizcore.plot\n"
+        "from vizcore.model import startup_cache\n"
+        "from vizcore.attention.examples import DEFAULT_TEXT\n"
         "result = startup_cache.load('all-MiniLM-L6-v2', 'auto', DEFAULT_TEXT, None)\n"
-        "vizcore.figures.attention_heatmap(result.attention[0, 0], result.tokens).to_json()\n"
+        "vizcore.plot.attention_heatmap(result.attention[0, 0], result.tokens).to_json()\n"
         "print(sorted(m for m in ('torch', 'transformers', 'tokenizers') if m in sys.modules))\n"
     )
     if any(Path(node).exists() for node in catalog._ACCELERATOR_NODES):

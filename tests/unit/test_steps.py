@@ -8,8 +8,8 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from vizcore.errors import VizError
-from vizcore.models import DEFAULT_MODEL, LoadedModel, load_model
-from vizcore.steps import TOLERANCE, activate, embedding_parts, layer_steps, run_model
+from vizcore.model.loading import DEFAULT_MODEL, LoadedModel, load_model
+from vizcore.inside.steps import TOLERANCE, activate, embedding_parts, layer_steps, run_model
 
 TEXT = "The animal didn't cross the street because it was too tired."
 

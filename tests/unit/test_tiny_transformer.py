@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from vizcore.errors import VizError
-from vizcore.positional import sinusoidal_encoding
-from vizcore.tiny_transformer import (
+from vizcore.positional.encoding import sinusoidal_encoding
+from vizcore.finetune.tiny import (
     MultiHeadAttention,
     PositionalEncoding,
     TinyConfig,

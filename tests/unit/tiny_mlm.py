@@ -26,7 +26,7 @@ from transformers import (
     RobertaTokenizerFast,
 )
 
-from vizcore.models import BUILTIN_MODELS, DEFAULT_MODEL
+from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
 SIZE = {"hidden": 32, "layers": 3, "heads": 4, "ffn": 64, "positions": 40, "init": 0.4}
 BPE_TEXT = [
@@ -104,7 +104,7 @@ def make_mlm_weights(path: Path, seed: int = 7) -> Path:
     """
     from safetensors.torch import save_file
 
-    from vizcore.mlm_training import changed_state, load_tokenizer, new_mlm_model
+    from tools.mlm_training import changed_state, load_tokenizer, new_mlm_model
 
     tokenizer = load_tokenizer()
     model = new_mlm_model("eager")

@@ -1,0 +1,1 @@
+"""Attention: extraction, views beyond one head, head statistics, exports, figures, CLI."""

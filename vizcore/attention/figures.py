@@ -1,0 +1,189 @@
+"""Figures of the Attention Explorer (plotly objects, never displayed here).
+
+Built for long inputs: one head's heatmap sends only its own ``[query, key]`` matrix (float32,
+binary-encoded by plotly) and short axis labels, no per-cell hover strings; the layers x heads grid
+sends each head downsampled to at most ``GRID_CELLS`` x ``GRID_CELLS`` block means.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
+
+GRID_CELLS = 24  # per head in the grid: enough to see a pattern, small enough for 12 x 12 heads at n = 512
+SEGMENT_COLOURS = ("#1f5fa8", "#c2410c")  # segment A blue, segment B orange (tick labels and legend)
+DIFFERENCE_SCALE = "RdBu_r"
+
+
+def axis_labels(tokens: list[str]) -> list[str]:
+    """Unique, markup-safe category labels: plotly would merge repeated tokens ("the ... the") on a
+    categorical axis, so repeats get invisible zero-width-space suffixes; <, > and & become entities
+    so user text never turns into plotly's rich-text tags."""
+    seen: dict[str, int] = {}
+    labels = []
+    for token in display_tokens(tokens):
+        safe = html.escape(token, quote=False)
+        count = seen.get(safe, 0)
+        seen[safe] = count + 1
+        labels.append(safe + "\u200b" * count)
+    return labels
+
+
+def _tick_text(labels: list[str], segments: np.ndarray | None, ticks: list[int]) -> list[str]:
+    if segments is None or not (np.asarray(segments) == 1).any():
+        return [labels[i] for i in ticks]
+    return [f"<span style='color:{SEGMENT_COLOURS[int(segments[i])]}'>{labels[i]}</span>" for i in ticks]
+
+
+def head_heatmap(
+    matrix: np.ndarray,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    title: str,
+    query_segments: np.ndarray | None = None,
+    key_segments: np.ndarray | None = None,
+    zmax: float | None = None,
+    colorscale: str = "Blues",
+    zmin: float = 0.0,
+    value_name: str = "weight",
+) -> go.Figure:
+    """One ``[query, key]`` matrix; hover shows query token, key token and the value.
+
+    Tick labels are coloured by segment (A blue, B orange) when ``*_segments`` mark a pair.
+    ``zmax=None`` scales the colours to the data.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    rows, cols = axis_labels(query_tokens), axis_labels(key_tokens)
+    top = float(np.nanmax(matrix, initial=0.0)) if zmax is None else zmax
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=cols, y=rows, zmin=zmin, zmax=top or 1.0, colorscale=colorscale,
+        hovertemplate=f"query: %{{y}}<br>key: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>",
+        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
+    ))
+    x_ticks, y_ticks = tick_positions(len(cols)), tick_positions(len(rows))
+    fig.update_xaxes(title="key (attended to)", type="category", tickmode="array",
+                     tickvals=[cols[i] for i in x_ticks], ticktext=_tick_text(cols, key_segments, x_ticks),
+                     tickangle=-60, tickfont={"size": TICK_FONT_SIZE}, side="top")
+    fig.update_yaxes(title="query (attending)", type="category", tickmode="array",
+                     tickvals=[rows[i] for i in y_ticks], ticktext=_tick_text(rows, query_segments, y_ticks),
+                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    height = int(np.clip(26 * len(rows) + 240, 440, 1000))
+    return base_layout(fig, title, height)
+
+
+def downsample(matrix: np.ndarray, cells: int = GRID_CELLS) -> np.ndarray:
+    """Block means of the last two axes, down to at most ``cells`` x ``cells`` (float32)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    n_rows, n_cols = matrix.shape[-2:]
+    row_edges = np.linspace(0, n_rows, min(cells, n_rows) + 1).astype(int)
+    col_edges = np.linspace(0, n_cols, min(cells, n_cols) + 1).astype(int)
+    summed = np.add.reduceat(np.add.reduceat(matrix, row_edges[:-1], axis=-2), col_edges[:-1], axis=-1)
+    counts = np.outer(np.diff(row_edges), np.diff(col_edges))
+    return summed / counts
+
+
+def head_grid(attention: np.ndarray, title: str, selected: tuple[int, int] | None = None,
+              cells: int = GRID_CELLS) -> go.Figure:
+    """All layers (rows) by heads (columns) as small heatmaps on one shared axis.
+
+    Each head is downsampled to at most ``cells`` x ``cells``; every head has its own trace so the
+    hover names it. An invisible marker at each head's centre makes a click select that head
+    (``curve_number`` is the last trace, ``point_index`` = layer * heads + head, 0-based).
+    """
+    layers, heads = attention.shape[:2]
+    small = downsample(attention, cells)  # (L, H, c, c)
+    size = small.shape[-1]
+    pitch = size + max(2, size // 6)
+    fig = go.Figure()
+    for layer in range(layers):
+        for head in range(heads):
+            fig.add_trace(go.Heatmap(
+                z=small[layer, head], x0=head * pitch, dx=1, y0=layer * pitch, dy=1,
+                coloraxis="coloraxis",
+                hovertemplate=f"layer {layer + 1}, head {head + 1}<br>mean weight %{{z:.3f}}<extra></extra>",
+            ))
+    centres_x = [h * pitch + size / 2 for _ in range(layers) for h in range(heads)]
+    centres_y = [l * pitch + size / 2 for l in range(layers) for _ in range(heads)]
+    names = [f"layer {l + 1}, head {h + 1}" for l in range(layers) for h in range(heads)]
+    fig.add_trace(go.Scatter(
+        x=centres_x, y=centres_y, mode="markers", text=names, hovertemplate="%{text}: click to open<extra></extra>",
+        marker={"size": 30, "color": "rgba(0,0,0,0.01)", "symbol": "square"}, showlegend=False,
+    ))
+    if selected is not None:
+        layer, head = selected
+        fig.add_shape(type="rect", x0=head * pitch - 1, x1=head * pitch + size, y0=layer * pitch - 1,
+                      y1=layer * pitch + size, line={"color": "#d62728", "width": 3})
+    fig.update_layout(coloraxis={"colorscale": "Blues", "cmin": 0,
+                                 "colorbar": {"title": {"text": "mean weight"}, "tickfont": {"size": TICK_FONT_SIZE}}},
+                      clickmode="event+select", dragmode=False)
+    fig.update_xaxes(tickmode="array", tickvals=[h * pitch + size / 2 for h in range(heads)],
+                     ticktext=[f"H{h + 1}" for h in range(heads)], side="top", showgrid=False, zeroline=False,
+                     title="head", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(tickmode="array", tickvals=[l * pitch + size / 2 for l in range(layers)],
+                     ticktext=[f"L{l + 1}" for l in range(layers)], autorange="reversed", showgrid=False,
+                     zeroline=False, title="layer", scaleanchor="x", tickfont={"size": TICK_FONT_SIZE})
+    height = int(np.clip(70 * layers + 200, 420, 1100))
+    return base_layout(fig, title, height)
+
+
+def special_mass_chart(cls_mass: np.ndarray, sep_mass: np.ndarray, title: str) -> go.Figure:
+    """Per layer: mean (over heads) attention mass on [CLS] and on [SEP], with each head as a dot."""
+    layers = np.arange(1, cls_mass.shape[0] + 1)
+    fig = go.Figure()
+    for name, mass, colour in (("[CLS]", cls_mass, "#1f5fa8"), ("[SEP]", sep_mass, "#c2410c")):
+        fig.add_trace(go.Scatter(x=layers, y=mass.mean(1), mode="lines+markers", name=f"{name}: mean over heads",
+                                 line={"color": colour, "width": 3},
+                                 hovertemplate=f"layer %{{x}}<br>mean mass on {name}: %{{y:.3f}}<extra></extra>"))
+        heads = np.tile(np.arange(1, mass.shape[1] + 1), mass.shape[0])
+        fig.add_trace(go.Scatter(x=np.repeat(layers, mass.shape[1]), y=mass.ravel(), mode="markers",
+                                 name=f"{name}: one head", marker={"color": colour, "opacity": 0.35, "size": 8},
+                                 customdata=heads,
+                                 hovertemplate=f"layer %{{x}}, head %{{customdata}}<br>mass on {name}: "
+                                               "%{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title="layer", tickmode="linear", dtick=1)
+    fig.update_yaxes(title="attention mass (mean over queries)", range=[0, 1.02])
+    fig.update_layout(legend={"font": {"size": FONT_SIZE - 2}, "orientation": "h", "y": -0.2})
+    base_layout(fig, title, 480)
+    fig.update_layout(margin={"t": 80})
+    return fig
+
+
+def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list[str], key_tokens: list[str],
+                       title: str) -> go.Figure:
+    """``first - second`` on a diverging scale centred on 0 (red: more in the first, blue: less)."""
+    difference = np.asarray(first, dtype=np.float32) - np.asarray(second, dtype=np.float32)
+    bound = float(np.abs(difference).max(initial=0.0)) or 1.0
+    return head_heatmap(difference, query_tokens, key_tokens, title, zmin=-bound, zmax=bound,
+                        colorscale=DIFFERENCE_SCALE, value_name="difference")
+
+
+def statistic_heatmap(values: np.ndarray, name: str, title: str) -> go.Figure:
+    """A ``[layer, head]`` statistic as a layers x heads heatmap (1-based labels)."""
+    layers, heads = values.shape
+    fig = go.Figure(go.Heatmap(
+        z=np.asarray(values, dtype=np.float32), x=[f"H{h + 1}" for h in range(heads)],
+        y=[f"L{l + 1}" for l in range(layers)], colorscale="Viridis",
+        hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name}: %{{z:.3f}}<extra></extra>",
+        colorbar={"title": {"text": name}, "tickfont": {"size": TICK_FONT_SIZE}},
+    ))
+    fig.update_yaxes(autorange="reversed", title="layer", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_xaxes(title="head", side="top", tickfont={"size": TICK_FONT_SIZE})
+    base_layout(fig, title, int(np.clip(40 * layers + 220, 360, 800)))
+    fig.update_layout(margin={"t": 110})
+    return fig
+
+
+def flow_bars(values: np.ndarray, key_tokens: list[str], title: str, value_name: str) -> go.Figure:
+    """One query's flow (or rollout) to every input token as bars."""
+    labels = axis_labels(key_tokens)
+    fig = go.Figure(go.Bar(x=labels, y=np.asarray(values, dtype=np.float64), marker_color="#1f5fa8",
+                           hovertemplate=f"key: %{{x}}<br>{value_name}: %{{y:.4f}}<extra></extra>"))
+    fig.update_xaxes(type="category", tickangle=-60, tickfont={"size": TICK_FONT_SIZE}, title="input token")
+    fig.update_yaxes(title=value_name)
+    base_layout(fig, title, 460)
+    fig.update_layout(margin={"t": 80})
+    return fig

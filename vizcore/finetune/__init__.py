@@ -1,0 +1,1 @@
+"""Fine-tuning: datasets, training a classifier, the tiny Transformer, analysis, figures, CLI."""

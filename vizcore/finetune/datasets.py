@@ -1,0 +1,191 @@
+"""Labelled text for fine-tuning: the built-in sentiment set, or a user's CSV (text and label columns).
+
+The built-in set (``vizcore/data/sentiment.csv``) was written for this project: 436 short English
+sentences about food, films, travel, products, weather, service and work, half ``negative`` and half
+``positive``, with a fixed held-out split (column ``split``: 348 ``train``, 88 ``test``, balanced).
+
+A CSV is checked at the boundary and every problem a user can cause is a VizError that says how to
+fix it: too big, not UTF-8, not parseable, missing columns, empty rows, one class only.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from vizcore.errors import VizError
+
+BUILTIN_PATH = Path(__file__).resolve().parents[1] / "data" / "sentiment.csv"
+BUILTIN_NAME = "builtin"
+MAX_BYTES = 5_000_000  # 5 MB
+MAX_ROWS = 20_000
+MAX_CLASSES = 20
+MAX_TEXT_CHARS = 5_000  # one example; longer texts are refused (the model reads at most max_length tokens)
+SPLIT_COLUMN = "split"
+
+
+@dataclass(frozen=True)
+class LabelledTexts:
+    """Texts with integer labels ``labels[i]`` indexing ``label_names`` (sorted by name)."""
+
+    texts: tuple[str, ...]
+    labels: np.ndarray  # int64 [N]
+    label_names: tuple[str, ...]
+    dropped_empty: int = 0  # rows skipped because the text or the label was empty
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def counts(self) -> dict[str, int]:
+        return {name: int((self.labels == i).sum()) for i, name in enumerate(self.label_names)}
+
+    def subset(self, indices: np.ndarray) -> "LabelledTexts":
+        return LabelledTexts(tuple(self.texts[i] for i in indices), self.labels[indices], self.label_names)
+
+
+@dataclass(frozen=True)
+class TrainTestData:
+    train: LabelledTexts
+    test: LabelledTexts
+    source: str  # "builtin" or the file name
+    split_note: str  # how the held-out set was chosen, for the UI and the JSON
+
+
+def read_csv_bytes(data: bytes, name: str = "upload.csv") -> pd.DataFrame:
+    """Parse an uploaded CSV (all columns as text). Raises VizError for size, encoding, format, rows."""
+    if len(data) > MAX_BYTES:
+        raise VizError(f"'{name}' is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB. "
+                       "Use fewer or shorter rows.")
+    if not data.strip():
+        raise VizError(f"'{name}' is empty: it needs a header row and at least two labelled rows.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise VizError(f"'{name}' is not UTF-8 text (byte {error.start} is invalid). "
+                       "Save it as 'CSV UTF-8' and upload it again.") from error
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise VizError(f"'{name}' could not be read as CSV: {first}") from error
+    if len(frame) > MAX_ROWS:
+        raise VizError(f"'{name}' has {len(frame):,} rows; the limit is {MAX_ROWS:,}. Use a sample.")
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
+
+
+def read_csv_file(path: str | Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise VizError(f"CSV file '{path}' does not exist.")
+    if path.stat().st_size > MAX_BYTES:
+        raise VizError(f"'{path.name}' is {path.stat().st_size / 1e6:.1f} MB; the limit is "
+                       f"{MAX_BYTES / 1e6:.0f} MB. Use fewer or shorter rows.")
+    return read_csv_bytes(path.read_bytes(), path.name)
+
+
+def labelled_texts(
+    frame: pd.DataFrame, text_column: str = "text", label_column: str = "label",
+    label_names: tuple[str, ...] | None = None,
+) -> LabelledTexts:
+    """Pick the text and label columns. ``label_names`` (from a training set) maps labels by name."""
+    for role, column in (("text", text_column), ("label", label_column)):
+        if column not in frame.columns:
+            have = ", ".join(f"'{c}'" for c in frame.columns) or "none"
+            raise VizError(f"The CSV has no {role} column '{column}' (columns: {have}). "
+                           f"Choose the {role} column.")
+    if text_column == label_column:
+        raise VizError("The text and label columns must be different columns.")
+    texts = frame[text_column].astype(str).str.strip()
+    labels = frame[label_column].astype(str).str.strip()
+    keep = (texts != "") & (labels != "")
+    dropped = int((~keep).sum())
+    texts, labels = texts[keep].tolist(), labels[keep].tolist()
+    if not texts:
+        raise VizError(f"Every row has an empty '{text_column}' or '{label_column}': nothing to train on.")
+    too_long = [i for i, t in enumerate(texts) if len(t) > MAX_TEXT_CHARS]
+    if too_long:
+        raise VizError(f"{len(too_long)} text(s) are longer than {MAX_TEXT_CHARS:,} characters; "
+                       "shorten them (the model reads only the first few hundred tokens anyway).")
+    return _with_label_ids(texts, labels, label_names, label_column, dropped)
+
+
+def _with_label_ids(texts: list[str], labels: list[str], label_names: tuple[str, ...] | None,
+                    label_column: str, dropped: int) -> LabelledTexts:
+    found = sorted(set(labels))
+    if label_names is None:
+        if len(found) < 2:
+            raise VizError(f"Column '{label_column}' has only one class ('{found[0]}'): a classifier "
+                           "needs at least two labels.")
+        if len(found) > MAX_CLASSES:
+            raise VizError(f"Column '{label_column}' has {len(found)} different labels; the limit is "
+                           f"{MAX_CLASSES}. Is it really the label column?")
+        label_names = tuple(found)
+    unknown = [name for name in found if name not in label_names]
+    if unknown:
+        raise VizError(f"Label(s) {', '.join(repr(u) for u in unknown[:5])} are not among the training "
+                       f"labels ({', '.join(label_names)}); labels are matched by name.")
+    index = {name: i for i, name in enumerate(label_names)}
+    ids = np.asarray([index[name] for name in labels], dtype=np.int64)
+    return LabelledTexts(tuple(texts), ids, tuple(label_names), dropped)
+
+
+def stratified_split(data: LabelledTexts, test_fraction: float = 0.2, seed: int = 0
+                     ) -> tuple[LabelledTexts, LabelledTexts]:
+    """Seeded split keeping each label's share: round(test_fraction * n_label) of each label held out."""
+    rng = np.random.default_rng(seed)
+    test_idx: list[int] = []
+    for label in range(len(data.label_names)):
+        members = np.flatnonzero(data.labels == label)
+        rng.shuffle(members)
+        take = int(round(test_fraction * len(members)))
+        test_idx += members[: min(take, len(members) - 1)].tolist()  # keep >= 1 of each for training
+    test_mask = np.zeros(len(data), dtype=bool)
+    test_mask[test_idx] = True
+    train, test = data.subset(np.flatnonzero(~test_mask)), data.subset(np.flatnonzero(test_mask))
+    if len(test) == 0:
+        raise VizError("Too few rows to hold any out for testing: add more rows or give an eval CSV.")
+    return train, test
+
+
+def frame_to_train_test(frame: pd.DataFrame, text_column: str, label_column: str, source: str,
+                        seed: int = 0) -> TrainTestData:
+    """Use the CSV's ``split`` column (train/test) when it has one, else a seeded 80/20 split."""
+    if SPLIT_COLUMN in frame.columns and {"train", "test"} <= set(frame[SPLIT_COLUMN].str.strip().str.lower()):
+        split = frame[SPLIT_COLUMN].str.strip().str.lower()
+        train = labelled_texts(frame[split == "train"], text_column, label_column)
+        test = labelled_texts(frame[split == "test"], text_column, label_column, train.label_names)
+        return TrainTestData(train, test, source, "the CSV's 'split' column")
+    data = labelled_texts(frame, text_column, label_column)
+    train, test = stratified_split(data, 0.2, seed)
+    return TrainTestData(
+        LabelledTexts(train.texts, train.labels, train.label_names, data.dropped_empty), test, source,
+        f"20 % of each label held out at random (seed {seed})")
+
+
+def builtin_data() -> TrainTestData:
+    """The built-in sentiment set with its fixed split (348 train, 88 test)."""
+    frame = read_csv_file(BUILTIN_PATH)
+    return frame_to_train_test(frame, "text", "label", BUILTIN_NAME)
+
+
+def load_train_test(train: str, eval_path: str | None = None, text_column: str = "text",
+                    label_column: str = "label", seed: int = 0) -> TrainTestData:
+    """CLI entry: ``train`` is ``builtin`` or a CSV path; ``eval_path`` a CSV whose labels match by name.
+
+    With an eval file, a training CSV trains on all its rows; the built-in set trains on its train split.
+    """
+    if eval_path is None:
+        if train == BUILTIN_NAME:
+            return builtin_data()
+        return frame_to_train_test(read_csv_file(train), text_column, label_column, Path(train).name, seed)
+    if train == BUILTIN_NAME:
+        train_texts, source = builtin_data().train, BUILTIN_NAME
+    else:
+        train_texts, source = labelled_texts(read_csv_file(train), text_column, label_column), Path(train).name
+    test = labelled_texts(read_csv_file(eval_path), text_column, label_column, train_texts.label_names)
+    return TrainTestData(train_texts, test, source, f"the eval file '{Path(eval_path).name}'")

@@ -1,0 +1,221 @@
+"""Figures and tidy tables for the masked-LM views (plotly objects, never displayed here).
+
+Two steps as everywhere in vizcore: results -> tidy table (``*_table``) -> chart (the rest).
+Probabilities are shown as percentages with the exact value on hover.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
+from vizcore.mlm.fill_mask import LogitLens, Prediction
+from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED
+from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates
+
+BAR_COLOUR = "#1f77b4"
+PROBABILITY_SCALE = "Viridis"
+ATTENTION_SCALE = "Blues"
+SPECIAL = -1  # kind code used only for drawing special tokens
+KIND_STYLE = {  # code -> (legend name, colour); colour-blind-safe (Okabe-Ito)
+    SPECIAL: ("special token (never selected)", "#d9d9d9"),
+    NOT_SELECTED: ("not selected", "#ffffff"),
+    MASKED: ("selected → [MASK] (80 %)", "#0072b2"),
+    RANDOM: ("selected → random token (10 %)", "#e69f00"),
+    UNCHANGED: ("selected → left unchanged (10 %)", "#009e73"),
+}
+TOKENS_PER_ROW = 10
+
+
+def plain(text: str) -> str:
+    """Plotly text understands a little HTML (<br>, <b>): show a token such as '<' or '<script>' as typed."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage with the digits that matter (0.0021 -> '0.21%', not '0%')."""
+    if p >= 0.01:
+        return f"{p:.1%}"
+    return f"{p:.2%}" if p >= 0.0001 else "<0.01%"
+
+
+def percent_axis_format(top: float) -> str:
+    return ".0%" if top >= 0.05 else ".1%" if top >= 0.005 else ".2%"
+
+
+def compact_layout(fig: go.Figure, title: str, height: int, top: int = 70) -> go.Figure:
+    base_layout(fig, title, height)
+    fig.update_layout(margin={"l": 10, "r": 10, "t": top, "b": 10})
+    return fig
+
+
+# ---- predictions -------------------------------------------------------------------------------
+
+def predictions_table(predictions: list[Prediction]) -> pd.DataFrame:
+    return pd.DataFrame({"rank": range(1, len(predictions) + 1), "word": [p.token for p in predictions],
+                         "probability": [p.score for p in predictions],
+                         "token id": [p.token_id for p in predictions]})
+
+
+def prediction_bars(predictions: list[Prediction], title: str) -> go.Figure:
+    """Horizontal bars, best first; the bar text is the probability, hover adds the token id."""
+    table = predictions_table(predictions)
+    positions = list(range(len(table)))  # positions, not words: two candidates may decode alike
+    fig = go.Figure(go.Bar(
+        x=table["probability"], y=positions, orientation="h", marker_color=BAR_COLOUR,
+        text=[percent(p) for p in table["probability"]], textposition="outside",
+        textfont={"size": FONT_SIZE}, cliponaxis=False,
+        customdata=np.stack([table["word"].map(plain), table["token id"]], axis=1),
+        hovertemplate="%{customdata[0]}<br>probability %{x:.4f}<br>token id %{customdata[1]}<extra></extra>",
+    ))
+    top = float(table["probability"].max()) if len(table) else 1.0
+    fig.update_xaxes(title="probability", range=[0, min(1.0, top * 1.25) or 1.0],
+                     tickformat=percent_axis_format(top), tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(tickmode="array", tickvals=positions, ticktext=[plain(w) for w in table["word"]],
+                     autorange="reversed", tickfont={"size": FONT_SIZE})
+    return compact_layout(fig, title, height=int(np.clip(42 * len(table) + 110, 240, 900)))
+
+
+# ---- logit lens --------------------------------------------------------------------------------
+
+def lens_row_labels(lens: LogitLens) -> list[str]:
+    return ["embeddings"] + [f"layer {i}" for i in range(1, lens.num_rows)]
+
+
+def lens_table(lens: LogitLens, mask: int) -> pd.DataFrame:
+    """One row per (layer, rank): what the MLM head reads off that layer at mask number ``mask``."""
+    labels = lens_row_labels(lens)
+    k = lens.probs.shape[-1]
+    return pd.DataFrame({
+        "layer": [labels[r] for r in range(lens.num_rows) for _ in range(k)],
+        "rank": [i + 1 for _ in range(lens.num_rows) for i in range(k)],
+        "word": [lens.tokens[r][mask][i] for r in range(lens.num_rows) for i in range(k)],
+        "probability": lens.probs[:, mask, :].reshape(-1).astype(float),
+    })
+
+
+def logit_lens_heatmap(lens: LogitLens, mask: int, title: str) -> go.Figure:
+    """Rows = layers (embeddings at the top), columns = rank; each cell is a word, coloured by probability."""
+    probs = lens.probs[:, mask, :]  # (L1, k)
+    words = np.array([list(lens.tokens[r][mask]) for r in range(lens.num_rows)], dtype=object)
+    cells = np.array([[f"{plain(w)}<br>{percent(float(p))}" for w, p in zip(words[r], probs[r])]
+                      for r in range(lens.num_rows)], dtype=object)
+    labels = lens_row_labels(lens)
+    ranks = list(range(1, probs.shape[1] + 1))
+    fig = go.Figure(go.Heatmap(
+        z=probs, x=ranks, y=list(range(lens.num_rows)), text=cells,
+        texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
+        customdata=np.array([[f"{labels[r]}, rank {i}: {plain(words[r][i - 1])}" for i in ranks]
+                             for r in range(lens.num_rows)], dtype=object),
+        hovertemplate="%{customdata}<br>probability %{z:.4f}<extra></extra>",
+        colorscale=PROBABILITY_SCALE, zmin=0.0, zmax=1.0,
+        colorbar={"title": {"text": "probability"}, "tickformat": ".0%", "tickfont": {"size": TICK_FONT_SIZE}},
+    ))
+    fig.update_xaxes(title="rank", tickvals=ranks, side="top", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(tickmode="array", tickvals=list(range(lens.num_rows)), ticktext=labels, autorange="reversed",
+                     tickfont={"size": TICK_FONT_SIZE})
+    return compact_layout(fig, title, height=int(np.clip(58 * lens.num_rows + 140, 320, 1000)), top=110)
+
+
+def final_word_curve(lens: LogitLens, mask: int, word: str, title: str) -> go.Figure:
+    """The probability each layer gives to the model's final top-1 word."""
+    labels = lens_row_labels(lens)
+    values = lens.final_token_probs[:, mask].astype(float)
+    fig = go.Figure(go.Scatter(
+        x=list(range(lens.num_rows)), y=values, mode="lines+markers+text", name=word,
+        text=[percent(v) for v in values], textposition="top center", textfont={"size": TICK_FONT_SIZE},
+        marker={"size": 10, "color": BAR_COLOUR}, customdata=labels,
+        hovertemplate=f"%{{customdata}}: p({word}) = %{{y:.4f}}<extra></extra>",
+    ))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(lens.num_rows)), ticktext=labels,
+                     tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=f"p({word})", range=[0, 1.1], tickformat=".0%", tickfont={"size": TICK_FONT_SIZE})
+    return compact_layout(fig, title, height=340)
+
+
+# ---- attention of the masked position ----------------------------------------------------------
+
+def mask_attention_heatmap(matrix: np.ndarray, row_labels: list[str], tokens: list[str], title: str,
+                           row_title: str) -> go.Figure:
+    """``matrix`` [row, key]: how the masked position spreads its attention (rows = heads or layers)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    keys = [plain(k) for k in display_tokens(tokens)]
+    hover = np.array([[f"{row_labels[r]} → {k}: {keys[k]}" for k in range(len(keys))]
+                      for r in range(len(row_labels))], dtype=object)
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=list(range(len(keys))), y=list(range(len(row_labels))), customdata=hover,
+        hovertemplate="%{customdata}<br>weight %{z:.4f}<extra></extra>", colorscale=ATTENTION_SCALE,
+        zmin=0.0, zmax=float(matrix.max(initial=0.0)) or 1.0,
+        colorbar={"title": {"text": "weight"}, "tickfont": {"size": TICK_FONT_SIZE}},
+    ))
+    ticks = tick_positions(len(keys))
+    fig.update_xaxes(title="key (attended to)", tickmode="array", tickvals=ticks, ticktext=[keys[i] for i in ticks],
+                     tickangle=-60, side="top", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=row_title, tickmode="array", tickvals=list(range(len(row_labels))), ticktext=row_labels,
+                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    return compact_layout(fig, title, height=int(np.clip(30 * len(row_labels) + 230, 360, 900)), top=160)
+
+
+# ---- 80/10/10 ----------------------------------------------------------------------------------
+
+def masking_table(draw: MaskingDraw) -> pd.DataFrame:
+    return pd.DataFrame({"position": range(len(draw.tokens)), "token": draw.tokens, "model sees": draw.shown,
+                         "what happened": draw.kind_names})
+
+
+def masking_strip(draw: MaskingDraw, title: str) -> go.Figure:
+    """Tokens in reading order, TOKENS_PER_ROW to a row, coloured by what the rule did to each."""
+    codes = np.where(draw.special, SPECIAL, draw.kinds).astype(int)
+    count = len(codes)
+    rows = -(-count // TOKENS_PER_ROW)
+    z = np.full((rows, TOKENS_PER_ROW), np.nan)
+    text = np.full((rows, TOKENS_PER_ROW), "", dtype=object)
+    hover = np.full((rows, TOKENS_PER_ROW), "", dtype=object)
+    order = list(KIND_STYLE)
+    for i, (token, shown, code, name) in enumerate(zip(draw.tokens, draw.shown, codes, draw.kind_names)):
+        r, c = divmod(i, TOKENS_PER_ROW)
+        z[r, c] = order.index(int(code))
+        token, shown = plain(token), plain(shown)
+        text[r, c] = token if shown == token else f"{token}<br>→ {shown}"
+        hover[r, c] = f"{i}: {token} → model sees {shown}<br>{name}"
+    colours = [KIND_STYLE[code][1] for code in order]
+    scale = [[i / (len(order) - 1), colour] for i, colour in enumerate(colours)]
+    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE},
+                               customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale,
+                               zmin=0, zmax=len(order) - 1, showscale=False, xgap=3, ygap=3))
+    for code in order:  # a legend entry per kind (the heatmap itself has none)
+        name, colour = KIND_STYLE[code]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 marker={"symbol": "square", "size": 16, "color": colour,
+                                         "line": {"color": "#555", "width": 1}}))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    fig.update_layout(legend={"orientation": "h", "y": -0.02, "yanchor": "top", "font": {"size": TICK_FONT_SIZE}},
+                      plot_bgcolor="white")
+    return compact_layout(fig, title, height=int(70 * rows + 180))
+
+
+def rates_table(rates: MaskingRates) -> pd.DataFrame:
+    return pd.DataFrame(rates.rows())
+
+
+def rates_bars(rates: MaskingRates, title: str) -> go.Figure:
+    """Measured shares (with ±2 standard errors) beside BERT's targets."""
+    table = rates_table(rates)
+    labels = ["selected", "→ [MASK]", "→ random", "→ unchanged"]
+    fig = go.Figure([
+        go.Bar(name="measured", x=labels, y=table["measured"], marker_color=BAR_COLOUR,
+               error_y={"type": "data", "array": 2 * table["std_error"], "visible": True},
+               text=[f"{v:.1%}" for v in table["measured"]], textposition="outside", textfont={"size": FONT_SIZE},
+               customdata=np.stack([table["count"], table["out_of"]], axis=1),
+               hovertemplate="%{x}: %{y:.2%} (%{customdata[0]:,} of %{customdata[1]:,})<extra>measured</extra>"),
+        go.Bar(name="BERT's target", x=labels, y=table["target"], marker_color="#bbbbbb",
+               text=[f"{v:.0%}" for v in table["target"]], textposition="outside", textfont={"size": FONT_SIZE},
+               hovertemplate="%{x}: %{y:.0%}<extra>target</extra>"),
+    ])
+    fig.update_yaxes(title="share", tickformat=".0%", range=[0, 1.0], tickfont={"size": TICK_FONT_SIZE})
+    fig.update_xaxes(tickfont={"size": FONT_SIZE})
+    fig.update_layout(barmode="group", legend={"font": {"size": TICK_FONT_SIZE}})
+    return compact_layout(fig, title, height=420)

