@@ -16,12 +16,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import machine, markdown_table, timed, write_section  # noqa: E402
+from bench.report import machine, markdown_table, timed_pair, write_section  # noqa: E402
 from vizcore.attention.extract import extract_attention  # noqa: E402
 from vizcore.model.loading import DEFAULT_MODEL, load_model  # noqa: E402
 
 SIZES = (16, 128, 512)
-REPEATS = 7
+REPEATS = 15
 
 
 def text_of_length(tokenizer, n: int) -> str:
@@ -30,10 +30,6 @@ def text_of_length(tokenizer, n: int) -> str:
              "while a small cat sat on the warm mat near the door ").split()
     ids = tokenizer(" ".join(words * (n // len(words) + 2)), add_special_tokens=False)["input_ids"][: n - 2]
     return tokenizer.decode(ids)
-
-
-def best_of(fn, repeats: int = REPEATS) -> float:
-    return timed(fn, repeats)
 
 
 def plain_forward(loaded, text: str):
@@ -57,8 +53,7 @@ def main() -> None:
     for n in SIZES:
         text = text_of_length(loaded.tokenizer, n)
         assert len(extract_attention(loaded, text).tokens) == n
-        ours = best_of(lambda: extract_attention(loaded, text))
-        plain = best_of(lambda: plain_forward(loaded, text))
+        ours, plain = timed_pair(lambda: extract_attention(loaded, text), lambda: plain_forward(loaded, text), REPEATS)
         start = time.perf_counter()
         html = bertviz_html(loaded, text)
         build = time.perf_counter() - start
@@ -72,8 +67,10 @@ def main() -> None:
     )
     body = (
         "## Attention extraction (bench/attention.py)\n\n"
-        f"Model {DEFAULT_MODEL} (6 layers x 12 heads), CPU; {machine()}. Median of {REPEATS} runs after "
-        "a warm-up. `extract_attention` also asks the tokenizer for offsets and special-token masks, "
+        f"Model {DEFAULT_MODEL} (6 layers x 12 heads), CPU; {machine()}. Best of {REPEATS} runs each after "
+        "a warm-up, the two taking turns so that other load on the machine falls on both alike. "
+        "`extract_attention` is the one forward core (`vizcore.model.run`) with attention only: it also asks "
+        "the tokenizer for offsets and special-token masks, "
         "re-tokenises only when the input is over the model's maximum (to report truncation), and "
         "copies the weights to a float32 numpy array; the plain forward returns torch tensors. bertviz's head view embeds every weight of every layer and head in "
         "its HTML, so its size grows with layers x heads x n².\n\n" + table

@@ -31,6 +31,19 @@ def timed(fn, repeats: int, pick=statistics.median) -> float:
     return pick(times)
 
 
+def timed_pair(first, second, repeats: int, pick=min) -> tuple[float, float]:
+    """``timed`` for two functions run in turn (first, second, first, ...), so a load that comes and
+    goes on shared cores falls on both alike; ``pick`` (min by default) of each one's times."""
+    first(), second()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeats):
+        for fn, kept in ((first, times[0]), (second, times[1])):
+            start = time.perf_counter()
+            fn()
+            kept.append(time.perf_counter() - start)
+    return pick(times[0]), pick(times[1])
+
+
 def machine() -> str:
     return (f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
             f"Python {platform.python_version()}")

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from vizcore.attention.extract import extract_attention
-from vizcore.model.run import check_text
+from vizcore.model.run import check_text, forward
 from vizcore.finetune.datasets import LabelledTexts
 from vizcore.finetune.training import FinetuneResult, collate, encode_texts, pad_id_of, pool, predict_proba
 from vizcore.model.loading import LoadedModel
@@ -132,11 +132,10 @@ def pooled_embeddings(loaded: LoadedModel, texts: list[str] | tuple[str, ...], p
                       max_length: int, batch_size: int = 32) -> np.ndarray:
     """The sentence vectors a classifier head would see: (N, hidden)."""
     ids, pad, out = encode_texts(loaded.tokenizer, texts, max_length), pad_id_of(loaded.tokenizer), []
-    with torch.inference_mode():
-        for start in range(0, len(ids), batch_size):
-            batch = collate(ids[start: start + batch_size], pad, loaded.device, loaded.model)
-            hidden = loaded.model(**batch).last_hidden_state  # (B, T, H)
-            out.append(pool(hidden, batch["attention_mask"], pooling).float().cpu().numpy())
+    for start in range(0, len(ids), batch_size):
+        batch = collate(ids[start: start + batch_size], pad, loaded.device, loaded.model)
+        hidden = forward(loaded, batch, hidden=False, attention=False).last_hidden_state  # (B, T, H)
+        out.append(pool(hidden, batch["attention_mask"], pooling).float().cpu().numpy())
     return np.concatenate(out)
 
 

@@ -27,6 +27,7 @@ import torch
 from transformers import BatchEncoding, PreTrainedModel
 
 from vizcore.model.run import check_text, encode, model_inputs
+from vizcore.model.run import forward as core_forward
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 
@@ -183,16 +184,14 @@ def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], masks: list[in
             details: bool = True) -> MaskedForward:
     """The model only; with ``details``, every layer's hidden states and attention weights too."""
     head = separable_head(loaded)
-    flags = {"output_hidden_states": details, "output_attentions": details}
-    with torch.inference_mode():
-        if head is not None:
-            output = loaded.model.base_model(**inputs, **flags)
+    output = core_forward(loaded, inputs, hidden=details, attention=details, base_only=head is not None)
+    if head is not None:
+        with torch.inference_mode():
             mask_logits = head(output.last_hidden_state[0, masks])
-        else:
-            output = loaded.model(**inputs, **flags)
-            if getattr(output, "logits", None) is None:
-                raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
-            mask_logits = output.logits[0, masks]
+    else:
+        if getattr(output, "logits", None) is None:
+            raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
+        mask_logits = output.logits[0, masks]
     return MaskedForward(mask_logits=mask_logits, hidden_states=output.hidden_states or (),
                          attentions=output.attentions or (), head=head)
 

@@ -233,14 +233,17 @@ class _Recorder:
         return torch.stack([parts[i] for i in range(len(self.blocks))]).float().cpu().numpy()
 
 
-def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], specs: Sequence[Hook] = (), hidden: bool = True):
+def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], specs: Sequence[Hook] = (), hidden: bool = True,
+            attention: bool = True, base_only: bool = False):
     """The model only, once, with these hooks; the shared model is left exactly as it was.
 
-    ``inputs`` may be a padded batch (the padding demo); ``run`` is the one-sequence record around it.
+    ``inputs`` may be a padded batch (the padding demo, sentence vectors); ``run`` is the one-sequence
+    record around it. ``base_only`` skips a head (fill-mask applies its head to the masks alone).
     """
+    module = loaded.model.base_model if base_only else loaded.model
     with torch.inference_mode(), hooks(loaded.model, specs):
-        output = loaded.model(**inputs, output_attentions=True, output_hidden_states=hidden)
-    if not output.attentions or output.attentions[0] is None:
+        output = module(**inputs, output_attentions=attention, output_hidden_states=hidden)
+    if attention and (not output.attentions or output.attentions[0] is None):
         raise VizError(f"'{loaded.name}' returned no attention weights (it needs eager attention).")
     return output
 

@@ -163,31 +163,20 @@ def learned_positions(loaded: "LoadedModel", positions: int) -> LearnedPositions
     """
     import torch
 
-    module = _position_module(loaded)
+    from vizcore.model.arch import position_table
+
+    try:
+        module, first = position_table(loaded.model)
+    except VizError as error:
+        raise VizError(f"'{loaded.name}' has no learned absolute position table ({error}): pick a BERT-, "
+                       "DistilBERT-, RoBERTa- or GPT-2-style model.") from error
     weight = module.weight.detach().to("cpu", torch.float64).numpy()
-    first = 0
-    if loaded.model.config.model_type in ("roberta", "xlm-roberta", "camembert"):
-        first = int(loaded.model.config.pad_token_id) + 1
     available = weight.shape[0] - first
     n = min(_as_int(positions, "number of positions"), available)
     if n < 2:
         raise VizError("Show at least 2 positions to compare learned position embeddings.")
     return LearnedPositions(model=loaded.name, table=weight[first:first + n], first_row=first,
                             available=available)
-
-
-def _position_module(loaded: "LoadedModel") -> "torch.nn.Embedding":
-    import torch
-
-    model = loaded.model
-    base = getattr(model, "base_model", model)
-    embeddings = getattr(base, "embeddings", None)
-    candidates = [getattr(embeddings, "position_embeddings", None), getattr(base, "wpe", None)]
-    for module in candidates:
-        if isinstance(module, torch.nn.Embedding):
-            return module
-    raise VizError(f"'{loaded.name}' has no learned absolute position table (it may use rotary or "
-                   "relative positions): pick a BERT-, DistilBERT-, RoBERTa- or GPT-2-style model.")
 
 
 def offset_spread(matrix: np.ndarray) -> float:
