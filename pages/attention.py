@@ -38,5 +38,5 @@ with st.expander("Tokens shown: pair filter, [CLS]/[SEP], word pieces", expanded
 options = ViewOptions(pair_filter=pair_filter if is_pair else "all", hide_special=hide_special,
                       merge_words=merge_words)
 
-ua.write_url(sel)
+ua.write_url()
 show_view(view, result, sel, layer, head, options)

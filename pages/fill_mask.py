@@ -3,6 +3,8 @@
 import streamlit as st
 
 from ui import fill_mask_state as fm
+from ui import url_state
+from ui.feedback import or_stop
 from ui.state import selection
 from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import FillMaskResult
@@ -158,15 +160,13 @@ if not name:
     st.stop()
 loaded = fm.mlm_or_stop(name, device)
 text = sentence_controls(name, device)
+url_state.write({"mlm": name, "masked": text})
 predictions_tab, lens_tab, attention_tab, rule_tab = st.tabs(
     ["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"])
 with rule_tab:
     show_masking_rule(name, device)
-try:
-    result = fm.get_fill(name, device, text, int(st.session_state.get("fill_mask.top_k", 5)))
-except VizError as error:
-    predictions_tab.error(str(error))
-    st.stop()
+result = or_stop(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)),
+                 show=predictions_tab.error)
 if result.truncated:
     st.warning(f"The input has {result.num_input_tokens:,} tokens; this model reads at most {len(result.tokens):,}, "
                "so the rest is cut off.")

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui import url_state
 from ui.finetune_views import finetune_tab
 from ui.tiny_views import tiny_panel
 
@@ -12,6 +13,7 @@ st.markdown(
     "encoder and train only a small head, or let every layer move; then see what changed inside: "
     "accuracy, attention heads, and where sentences sit in the model's space.")
 
+url_state.write()
 tab_bert, tab_tiny = st.tabs(["Fine-tune the model", "Tiny Transformer from scratch"])
 with tab_bert:
     finetune_tab()

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui import url_state
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
 from vizcore.attention.examples import EXAMPLES
 from vizcore.plot import attention_heatmap
@@ -22,15 +23,21 @@ for column, (i, (label, text, pair)) in zip(st.columns(len(EXAMPLES)), enumerate
 sel = selection()
 result = attention_or_stop(sel)
 warn_if_truncated(result)
+for problem in url_state.read("home", {"layer": ("home.layer", url_state.integer_in(1, result.num_layers, "layer")),
+                                       "head": ("home.head", url_state.integer_in(1, result.num_heads, "head"))}):
+    st.warning(problem)
+url_state.settle("home.layer", 3, 1, result.num_layers)
+url_state.settle("home.head", 1, 1, result.num_heads)
 left, right = st.columns(2)
-layer = left.slider("Layer", 1, result.num_layers, min(3, result.num_layers), key="home.layer")
-head = right.slider("Head", 1, result.num_heads, 1, key="home.head")
+layer = left.slider("Layer", 1, result.num_layers, key="home.layer")
+head = right.slider("Head", 1, result.num_heads, key="home.head")
 figure = attention_heatmap(
     result.attention[layer - 1, head - 1],
     result.tokens,
     title=f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens",
 )
 st.plotly_chart(figure, key="home.heatmap", config={"displaylogo": False})
+url_state.write({"layer": layer, "head": head})
 st.caption(
     "Each row is a query token and shows how it spreads its attention (the row sums to 1) over the "
     "key tokens in the columns. Hover a cell for the exact weight. Layers and heads count from 1."

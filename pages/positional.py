@@ -4,6 +4,7 @@ import math
 
 import streamlit as st
 
+from ui import url_state
 from ui.inside import get_learned, get_sinusoidal, or_stop
 from ui.state import model_or_stop, selection
 from vizcore.inside.figures import matrix_heatmap, position_scatter, waves_figure
@@ -27,12 +28,19 @@ st.markdown(
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 
+for problem in url_state.read("positional", {
+        "length": ("positional.length", url_state.integer_in(1, 2048, "length")),
+        "d_model": ("positional.d_model", url_state.integer_in(2, 1024, "d_model"))}):
+    st.warning(problem)
 left, right = st.columns(2)
-length = left.number_input("Length (positions 0 … length − 1)", value=64, step=1, key="positional.length",
+st.session_state.setdefault("positional.length", 64)
+st.session_state.setdefault("positional.d_model", 128)
+length = left.number_input("Length (positions 0 … length − 1)", step=1, key="positional.length",
                            help="1 to 2,048 positions")
-d_model = right.number_input("d_model (dimensions, even)", value=128, step=2, key="positional.d_model",
+d_model = right.number_input("d_model (dimensions, even)", step=2, key="positional.d_model",
                              help="An even number from 2 to 1,024")
 n, d = or_stop(check_size, length, d_model)
+url_state.write({"length": n, "d_model": d})
 table = get_sinusoidal(n, d)
 
 st.header("The table: positions × dimensions")

@@ -16,6 +16,7 @@ from ui.inside import (
     show_check,
     show_matrix,
 )
+from ui import url_state
 from ui.state import attention_or_stop, model_or_stop, selection
 from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
 from vizcore.plot import display_tokens
@@ -28,20 +29,26 @@ PAGE = "step_by_step"
 st.title("Attention, step by step")
 sel = selection()
 loaded = model_or_stop(sel)
+for problem in url_state.read(PAGE, {"layer": (f"{PAGE}.layer", url_state.integer_in(1, loaded.num_layers, "layer")),
+                                     "head": (f"{PAGE}.head", url_state.integer_in(1, loaded.num_heads, "head"))}):
+    st.warning(problem)
 
 if loaded.is_decoder:  # no recomputation for decoders, but their own causal pattern is worth seeing
     st.warning("This model is a decoder. The step-by-step recomputation supports BERT-family encoders; "
                "below is the model's own causal (look-ahead) pattern.")
     result = attention_or_stop(sel)
+    url_state.settle(f"{PAGE}.layer", 1, 1, result.num_layers)
+    url_state.settle(f"{PAGE}.head", 1, 1, result.num_heads)
     left, right = st.columns(2)
-    layer = left.slider("Layer", 1, result.num_layers, 1, key=f"{PAGE}.layer")
-    head = right.slider("Head", 1, result.num_heads, 1, key=f"{PAGE}.head")
+    layer = left.slider("Layer", 1, result.num_layers, key=f"{PAGE}.layer")
+    head = right.slider("Head", 1, result.num_heads, key=f"{PAGE}.head")
     weights = result.attention[layer - 1, head - 1]
     labels = token_labels(result.tokens)
     show_matrix(weights, f"{result.model}: its own causal weights, layer {layer}, head {head}", f"{PAGE}.decoder",
                 rows=labels, cols=labels, row_title="query", col_title="key", value_name="weight",
                 diverging=False, zrange=(0.0, 1.0))
     st.metric("Largest weight on a later key (0 = causal)", f"{weight_above_diagonal(weights):.1e}")
+    url_state.write({"layer": layer, "head": head})
     st.stop()
 
 or_stop(architecture, loaded)
@@ -54,9 +61,12 @@ st.markdown(f"**{sel.model}** on the sentence in the sidebar ({len(run.tokens)} 
             "computed here from the model's weights, then compared with what the model itself computes. "
             "Supported: BERT-family encoders (BERT, RoBERTa, MiniLM: `encoder.layer`) and DistilBERT.")
 
+url_state.settle(f"{PAGE}.layer", 1, 1, loaded.num_layers)
+url_state.settle(f"{PAGE}.head", 1, 1, loaded.num_heads)
 left, right = st.columns(2)
-layer = left.slider("Layer", 1, loaded.num_layers, 1, key=f"{PAGE}.layer")
-head = right.slider("Head", 1, loaded.num_heads, 1, key=f"{PAGE}.head")
+layer = left.slider("Layer", 1, loaded.num_layers, key=f"{PAGE}.layer")
+head = right.slider("Head", 1, loaded.num_heads, key=f"{PAGE}.head")
+url_state.write({"layer": layer, "head": head})
 steps = or_stop(get_steps, sel.model, sel.device, sel.text, sel.pair, layer - 1, head - 1)
 d, d_k, t = steps.x.shape[1], steps.d_k, len(run.tokens)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from ui import url_state
+from ui.feedback import or_stop
+
 from ui.state import Selection
 from vizcore.attention.aggregate import attention_rollout, head_mean
 from vizcore.attention.extract import extract_attention
 from vizcore.model.record import Run
-from vizcore.errors import VizError
 from vizcore.attention.figures import downsample
 from vizcore.attention.head_stats import head_statistics
 from ui.state import get_model
@@ -24,7 +26,6 @@ KEY_VIEW = "attention.view"
 KEY_PAIR_FILTER = "attention.pair_filter"
 KEY_HIDE = "attention.hide_special"
 KEY_MERGE = "attention.merge_words"
-KEY_URL_READ = "attention.url_read"
 
 VIEWS = {
     "heatmap": "Head heatmap",
@@ -36,7 +37,6 @@ VIEWS = {
     "compare": "Compare",
     "export": "Export",
 }
-MAX_URL_TEXT = 2_000  # longer sentences are left out of the link (browsers and chat apps cut long URLs)
 
 
 def attention_for(model: str, device: str, text: str, pair: str | None) -> Run:
@@ -56,11 +56,7 @@ def _attention_resource(model: str, device: str, text: str, pair: str | None) ->
 
 
 def attention_or_stop(sel: Selection) -> Run:
-    try:
-        return _attention_resource(*result_key(sel))
-    except VizError as error:
-        st.error(str(error))
-        st.stop()
+    return or_stop(_attention_resource, *result_key(sel))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -83,9 +79,8 @@ def aggregates(key: tuple, _result: Run) -> dict[str, np.ndarray]:
 
 def read_url_once(num_layers: int, num_heads: int) -> list[str]:
     """On a session's first visit, take layer, head and view from the URL; return what was wrong."""
-    if st.session_state.get(KEY_URL_READ):
+    if not url_state.first_visit("attention"):
         return []
-    st.session_state[KEY_URL_READ] = True
     problems = []
     params = st.query_params
     for name, key, top in (("layer", KEY_LAYER, num_layers), ("head", KEY_HEAD, num_heads)):
@@ -130,13 +125,7 @@ def open_head(layer: int, head: int) -> None:
     st.session_state[KEY_VIEW] = "heatmap"
 
 
-def write_url(sel: Selection) -> None:
+def write_url() -> None:
     """Rewrite the address bar so copying it reproduces this view."""
-    params = {"model": sel.model, "layer": str(st.session_state[KEY_LAYER]),
-              "head": str(st.session_state[KEY_HEAD]), "view": st.session_state.get(KEY_VIEW, "heatmap")}
-    if len(sel.text) <= MAX_URL_TEXT:
-        params["text"] = sel.text
-    if sel.pair and len(sel.pair) <= MAX_URL_TEXT:
-        params["pair"] = sel.pair
-    if dict(st.query_params) != params:
-        st.query_params.from_dict(params)
+    url_state.write({"layer": st.session_state[KEY_LAYER], "head": st.session_state[KEY_HEAD],
+                     "view": st.session_state.get(KEY_VIEW, "heatmap")})

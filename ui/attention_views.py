@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ui import attention as ua
+from ui.feedback import or_stop
 from ui.state import OTHER_MODEL, Selection, model_choices, model_or_stop
 from vizcore.attention.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view, attention_flow
 from vizcore.model.record import Run
@@ -58,11 +59,7 @@ def options_caption(options: ViewOptions) -> str:
 
 def shown_matrix(matrix: np.ndarray, result: Run, options: ViewOptions):
     """``apply_view`` with a clear message (and a stopped page) when the options leave nothing."""
-    try:
-        return apply_view(matrix, result.tokens, result.offsets, result.special_mask, result.segment_ids, options)
-    except VizError as error:
-        st.error(str(error))
-        st.stop()
+    return or_stop(apply_view, matrix, result.tokens, result.offsets, result.special_mask, result.segment_ids, options)
 
 
 def heatmap_view(result: Run, layer: int, head: int, options: ViewOptions, key: str,
@@ -191,11 +188,7 @@ def _html(key: tuple, kind: str, layer: int, head: int, pair_filter: str, _resul
 
 def html_or_stop(sel: Selection, result: Run, kind: str, layer: int, head: int,
                  pair_filter: str = "all") -> str:
-    try:
-        return _html(ua.result_key(sel), kind, layer - 1, head - 1, pair_filter, result, sel)
-    except VizError as error:
-        st.info(str(error))
-        st.stop()
+    return or_stop(_html, ua.result_key(sel), kind, layer - 1, head - 1, pair_filter, result, sel, show=st.info)
 
 
 def lines_view(result: Run, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:

@@ -10,6 +10,7 @@ import streamlit as st
 import torch
 
 import vizcore.mlm.weights  # noqa: F401  (registers the built-in masked-LM)
+from ui.feedback import or_stop
 from ui.state import get_model
 from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import FillMaskResult, FillStep, Word, fill_iteratively, fill_mask, mask_word, maskable_words
@@ -59,11 +60,7 @@ def model_name() -> str:
 
 def mlm_or_stop(name: str, device: str) -> LoadedModel:
     """The masked-LM, or a clear error on the page (the sentence stays as it is)."""
-    try:
-        return get_model(name, device, "mlm")
-    except VizError as error:
-        st.error(str(error))
-        st.stop()
+    return or_stop(get_model, name, device, "mlm")
 
 
 @st.cache_data(show_spinner="Predicting the masked words…", max_entries=32)

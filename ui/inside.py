@@ -6,11 +6,11 @@ sizes); the shared model comes from ``ui.state`` and is only read, never hooked 
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
 
 import numpy as np
 import streamlit as st
 
+from ui.feedback import or_none, or_stop  # noqa: F401  (pages import them from here too)
 from ui.state import get_model
 from vizcore.inside.demos import (
     PaddingDemo,
@@ -21,31 +21,11 @@ from vizcore.inside.demos import (
     scaling_demo,
     variance_curve,
 )
-from vizcore.errors import VizError
 from vizcore.inside.figures import matrix_heatmap
 from vizcore.positional.encoding import LearnedPositions, learned_positions, sinusoidal_encoding
 from vizcore.model.record import Run
 from vizcore.inside.steps import EmbeddingParts, LayerSteps, embedding_parts, layer_steps, run_model
 
-T = TypeVar("T")
-
-
-def or_stop(compute: Callable[..., T], *args, **kwargs) -> T:
-    """Run ``compute``; a VizError becomes a clear ``st.error`` and the page stops there."""
-    try:
-        return compute(*args, **kwargs)
-    except VizError as error:
-        st.error(str(error))
-        st.stop()
-
-
-def or_none(compute: Callable[..., T], *args, **kwargs) -> T | None:
-    """Like ``or_stop`` but the rest of the page still runs: for one section that cannot be shown."""
-    try:
-        return compute(*args, **kwargs)
-    except VizError as error:
-        st.error(str(error))
-        return None
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -17,7 +17,7 @@ import streamlit as st
 from vizcore.model import startup_cache
 from vizcore.model.record import Run
 from vizcore.model.catalog import BUILTIN_MODELS, DEFAULT_MODEL, SUGGESTED_HUB_MODELS, available_devices
-from vizcore.errors import VizError
+from ui.feedback import or_stop
 from vizcore.attention.examples import DEFAULT_TEXT
 
 if TYPE_CHECKING:
@@ -135,19 +135,11 @@ def selection() -> Selection:
 
 def model_or_stop(sel: Selection, head: str = "base") -> LoadedModel:
     """The selected model, or a clear error on the page (the sentence and choices stay as they are)."""
-    try:
-        return get_model(sel.model, sel.device, head)
-    except VizError as error:
-        st.error(str(error))
-        st.stop()
+    return or_stop(get_model, sel.model, sel.device, head)
 
 
 def attention_or_stop(sel: Selection) -> Run:
-    try:
-        return get_attention(sel.model, sel.device, sel.text, sel.pair)
-    except VizError as error:
-        st.error(str(error))
-        st.stop()
+    return or_stop(get_attention, sel.model, sel.device, sel.text, sel.pair)
 
 
 def warn_if_truncated(result: Run) -> None:

@@ -21,9 +21,16 @@ def reference():
 
 @pytest.fixture
 def explorer(new_app):
-    """The page opened like a shared link: app.py runs first (it reads text/pair/model), then the page."""
+    """The page opened like a shared link: app.py runs first (it reads text/pair/model), then the page.
+
+    AppTest keeps the first run's address bar across switch_page (Home writes its own view there);
+    a browser opening the link has the link's parameters, so they are set again.
+    """
     def make(**params):
-        at = new_app(**params).run().switch_page(PAGE).run()
+        at = new_app(**params).run()
+        at.query_params.clear()
+        at.query_params.update(params)
+        at.switch_page(PAGE).run()
         at.pinned = {name: params[name] for name in ("text", "pair") if name in params}
         return at
     return make

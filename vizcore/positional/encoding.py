@@ -21,7 +21,6 @@ import numpy as np
 from vizcore.errors import VizError
 
 if TYPE_CHECKING:  # torch and the model stack only for learned positions: the CLI table stays light
-    import torch
 
     from vizcore.model.loading import LoadedModel
 
