@@ -1,24 +1,47 @@
-"""Entry point: page config, navigation and the shared sidebar (model, device, sentence)."""
+"""Entry point: page config, navigation and the shared sidebar (model, device, sentence).
+
+This file has two roles. Streamlit runs it as ``__main__`` for every run of every session
+(``main()``). Before that, ``streamlit run app.py`` (also ``make run`` and ``uvicorn app:app``)
+finds the ``st.App`` at the bottom and imports this file once as the module ``app``, before the
+server accepts its first connection: the only moment at which the app can speak before a session.
+"""
 
 import streamlit as st
 
-from ui.state import FIRST_PAGE_SHOWN, import_model_stack, sidebar
 
-st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
+def main() -> None:
+    from ui.state import FIRST_PAGE_SHOWN, import_model_stack, sidebar
 
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
-    st.Page("pages/attention.py", title="Attention Explorer", icon=":material/grid_on:", url_path="attention"),
-    st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/stairs:",
-            url_path="step-by-step"),
-    st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
-    st.Page("pages/fill_mask.py", title="Fill-mask", icon=":material/edit_note:", url_path="fill-mask"),
-    st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
-]
+    st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
+    pages = [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+        st.Page("pages/attention.py", title="Attention Explorer", icon=":material/grid_on:", url_path="attention"),
+        st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/stairs:",
+                url_path="step-by-step"),
+        st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
+        st.Page("pages/fill_mask.py", title="Fill-mask", icon=":material/edit_note:", url_path="fill-mask"),
+        st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
+    ]
+    sidebar()
+    page = st.navigation(pages)
+    if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
+        import_model_stack()
+    page.run()
+    FIRST_PAGE_SHOWN.set()
 
-sidebar()
-page = st.navigation(PAGES)
-if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
-    import_model_stack()
-page.run()
-FIRST_PAGE_SHOWN.set()
+
+if __name__ == "__main__":
+    main()
+else:
+    from streamlit.runtime.pages_manager import PagesManager
+
+    # Direct links on a fresh server. Streamlit 1.67 decides once per process, when the first
+    # session starts, whether a folder named pages/ beside this file makes the app a legacy (v1)
+    # multipage app (PagesManager.uses_pages_directory, None until then). While it is True, each
+    # run goes through the pages/ files instead of this file: /attention runs pages/attention.py
+    # without the sidebar under a list of file names, /fill-mask answers "Page not found". Only
+    # st.navigation sets it back to False, too late for the first visitors. No config option
+    # covers it, so the app, which is navigation-only, says so here, before any session exists.
+    # tests/e2e/test_direct_links_browser.py fails if this stops working.
+    PagesManager.uses_pages_directory = False
+    app = st.App(__file__)

@@ -17,12 +17,24 @@ from pathlib import Path
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 FIRST_PAGE_WAIT = 8.0  # seconds the warm-up waits for a first browser before loading the model anyway
+RUNTIME_WAIT = 30.0  # seconds; the server creates its runtime within a second or two of starting
 STATIC_FILES_GRACE = 3.0  # after the first run the browser fetches and runs the chart library (~2.5 s here)
+
+
+def _wait_for_runtime() -> None:
+    """Streamlit's runtime starts with the server (app.py's ``st.App``); ``ui.state`` declares
+    ``st.cache_data`` functions, which log "No runtime found" when declared before it exists."""
+    from streamlit import runtime
+
+    deadline = time.monotonic() + RUNTIME_WAIT
+    while not runtime.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _warm_up() -> None:
     import logging
 
+    _wait_for_runtime()  # the server has configured Streamlit's loggers by then: quieten one after that
     # Outside a browser session Streamlit warns that there is no script context; here that is expected.
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
     try:
@@ -57,13 +69,7 @@ def _warm_up() -> None:
 
 
 def main(argv: list[str]) -> None:
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
-
-    # A folder named pages/ beside app.py makes a fresh server treat a direct link such as
-    # /attention as a legacy (v1) page that runs without app.py and its sidebar, until some session
-    # has run app.py's st.navigation. The app is navigation-only (v2), so say so before it starts.
-    PagesManager.uses_pages_directory = False
 
     threading.Thread(target=_warm_up, name="vizcore-warm-up", daemon=True).start()
     sys.argv = ["streamlit", "run", APP, *argv]

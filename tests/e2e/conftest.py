@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -43,30 +45,35 @@ def _wait_healthy(url: str, process: subprocess.Popen) -> None:
     raise RuntimeError(f"streamlit did not answer /_stcore/health within {SERVER_START_TIMEOUT} s")
 
 
+@contextmanager
+def streamlit_server(command: list[str], log_name: str) -> Iterator[str]:
+    """Start ``python -m <command>`` (a ``streamlit run``) on a free localhost port; yield its URL, then stop it."""
+    port = _free_port()
+    _mkdir(ROOT / "artifacts")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    with open(ROOT / "artifacts" / log_name, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", *command, "--server.port", str(port), "--server.headless", "true",
+             "--server.address", "localhost", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        url = f"http://localhost:{port}"
+        try:
+            _wait_healthy(url, process)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
 @pytest.fixture(scope="session")
 def app_url():
     """The URL of a real streamlit server running app.py for the whole e2e session."""
-    port = _free_port()
-    log = open(ROOT / "artifacts" / "e2e-server.log", "w") if _mkdir(ROOT / "artifacts") else None
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ui.launch", "--server.port", str(port),  # what `make run` starts
-         "--server.headless", "true", "--server.address", "localhost",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://localhost:{port}"
-    try:
-        _wait_healthy(url, process)
+    with streamlit_server(["ui.launch"], "e2e-server.log") as url:  # what `make run` starts
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        if log:
-            log.close()
 
 
 def _mkdir(path: Path) -> bool:

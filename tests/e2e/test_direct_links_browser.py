@@ -1,0 +1,88 @@
+"""Direct links on a fresh plain ``streamlit run app.py`` (issue 15, defect 1): each page's URL opened
+as the very first request of a new server shows that page inside the app (its navigation and shared
+sidebar), with the link's query parameters applied and no "Page not found" dialog.
+
+Each case starts its own server with ``python -m streamlit run app.py`` (what hosts and containers run,
+not ``make run``'s ``ui.launch``): Streamlit decides whether a ``pages/`` folder makes an app a legacy
+(v1) multipage app when its first session starts, so only a fresh server shows the defect.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.e2e.conftest import external_requests, screenshot, streamlit_server, wait_until_idle
+
+SENTENCE = "The dog barked."
+MASKED = "The dog [MASK] at the cat."
+TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", "Fill-mask",
+          "Fine-tuning lab"]
+HEATMAP = ".js-plotly-plot .heatmaplayer"
+BARS = ".js-plotly-plot .barlayer"
+FIRST_RUN_MS = 240_000  # a fresh server imports torch and loads a model on 2 shared cores
+
+# name: (path, query parameters, nav title, the page's heading, an element only the page draws)
+CASES = {
+    "home": ("/", {"text": SENTENCE}, "Home", "See inside BERT-style Transformers", HEATMAP),
+    "attention": ("/attention", {"text": SENTENCE, "layer": "2", "head": "3"}, "Attention Explorer",
+                  "Attention Explorer", HEATMAP),
+    "step-by-step": ("/step-by-step", {"text": SENTENCE}, "Attention, step by step", "Attention, step by step",
+                     HEATMAP),
+    "positional": ("/positional", {"text": SENTENCE}, "Positional encoding", "Positional encoding", HEATMAP),
+    "fill-mask": ("/fill-mask", {"masked": MASKED}, "Fill-mask", "Fill in the blank: masked-word prediction",
+                  BARS),
+    "finetune": ("/finetune", {"text": SENTENCE}, "Fine-tuning lab", "Fine-tuning lab",
+                 '[data-testid="stButton"] button:has-text("Train")'),
+}
+
+
+def sidebar_sentence(page) -> str:
+    return page.locator('[data-testid="stSidebar"] textarea').first.input_value()
+
+
+def chart_texts(page) -> str:
+    return "\n".join(page.locator(".js-plotly-plot").all_inner_texts())
+
+
+def check_query_parameters(page, name: str) -> None:
+    """What a user sees of each link's parameters."""
+    if name == "fill-mask":
+        assert page.get_by_label("Sentence with [MASK] (or <mask>)").input_value() == MASKED
+        assert "the dog [MASK] at the cat ." in page.get_by_text("Tokens:").first.inner_text()  # tokenised
+        return
+    assert sidebar_sentence(page) == SENTENCE
+    if name in {"home", "attention", "step-by-step"}:
+        assert "barked" in chart_texts(page)  # the charts are of the link's sentence
+    if name == "attention":
+        assert "layer 2, head 3" in page.locator(".js-plotly-plot").first.inner_text()
+        assert "layer=2" in page.url and "head=3" in page.url and "dog+barked" in page.url
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_direct_link_is_the_first_request_of_a_fresh_plain_streamlit_run(browser, name):
+    path, params, nav_title, heading, drawn = CASES[name]
+    with streamlit_server(["streamlit", "run", "app.py"], f"direct-link-{name}.log") as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        requests = []
+        page.on("request", lambda request: requests.append(request.url))
+        try:
+            page.goto(f"{url}{path}?{urlencode(params)}")
+            page.wait_for_selector(drawn, timeout=FIRST_RUN_MS)
+            wait_until_idle(page, timeout_s=FIRST_RUN_MS / 1000)
+            screenshot(page, f"direct-link-{name}")
+
+            assert page.get_by_text("Page not found").count() == 0
+            assert page.locator('[role="dialog"]').count() == 0
+            links = page.locator('[data-testid="stSidebarNav"] a')
+            assert [text.split("\n")[-1] for text in links.all_inner_texts()] == TITLES  # not app, attention, …
+            assert links.filter(has_text=nav_title).get_attribute("aria-current") == "page"
+            assert page.get_by_role("heading", name="Model and sentence").is_visible()  # the shared sidebar
+            assert page.get_by_role("heading", name=heading, exact=True).first.is_visible()
+            assert page.locator('[data-testid="stException"]').count() == 0
+            check_query_parameters(page, name)
+            assert external_requests(requests) == []
+        finally:
+            context.close()
