@@ -249,6 +249,8 @@ class TinyJob(BackgroundJob):
     """``train_tiny`` in a daemon thread with one torch thread; poll ``snapshot()``; ``stop()`` ends it."""
 
     name = "vizcore-tiny"
+    kind = "tiny Transformer run"
+    failure = "Training failed"
 
     def __init__(self, config: TinyConfig):
         self.config = config.validate()
@@ -256,8 +258,6 @@ class TinyJob(BackgroundJob):
         self._history = TinyHistory()
         self.step = 0
         self.result: TinyResult | None = None
-        self.error: str | None = None
-        self.started = time.perf_counter()
 
     def snapshot(self) -> TinyHistory:
         return self._history.copy()
@@ -266,7 +266,10 @@ class TinyJob(BackgroundJob):
         self.step = step
 
     def _run(self) -> None:
-        try:
-            self.result = train_tiny(self.config, self._history, self._stop, self._on_step)
-        except Exception as error:  # shown on the page instead of a silent dead thread
-            self.error = f"Training failed: {type(error).__name__}: {error}"
+        self.result = train_tiny(self.config, self._history, self._stop, self._on_step)
+
+    def _was_stopped(self) -> bool:
+        return self.result.stopped if self.result is not None else super()._was_stopped()
+
+    def _release(self) -> None:
+        self.result, self._history = None, TinyHistory()
