@@ -17,9 +17,9 @@ TASK_LABELS = {"reverse": "reverse the digits", "sort": "sort the digits"}
 def tiny_panel() -> None:
     st.markdown(
         "A Transformer encoder written from scratch in `vizcore/tiny_transformer.py` (multi-head attention, "
-        "sinusoidal positional encoding, pre-norm encoder layers, as in the tutorials) learns a toy task "
-        "in seconds. Each output position must find the right input digit, and the heads learn where to "
-        "look: for **reversal**, position *i* looks at position *n − 1 − i*, the anti-diagonal.")
+        "sinusoidal positional encoding, post-norm encoder layers, LayerNorm(x + sublayer(x)), as in the "
+        "tutorials and BERT) learns a toy task in seconds. Each output position must find the right input "
+        "digit, and the heads learn where to look: for **reversal**, position *i* looks at position *n − 1 − i*, the anti-diagonal.")
     config = _settings()
     busy = jobs.active(jobs.current(KEY_TINY_JOB))
     left, right, _ = st.columns([2, 1, 4])

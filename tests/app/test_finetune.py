@@ -202,3 +202,7 @@ def test_a_run_that_fails_says_why_and_the_page_keeps_working(app, monkeypatch):
     assert not app.button(key="finetune.train").disabled and app.button(key="finetune.stop").disabled
     assert not app.metric  # no results from a run that failed
 
+
+def test_the_tiny_transformer_text_says_what_the_model_is(app):
+    text = next(m.value for m in app.markdown if "written from scratch" in m.value)
+    assert "post-norm encoder layers, LayerNorm(x + sublayer(x))" in text and "pre-norm" not in text
