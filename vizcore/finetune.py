@@ -389,6 +389,7 @@ class TrainingJob(BackgroundJob):
             return self._progress, self._history.copy()
 
     def _on_progress(self, progress: Progress) -> None:
+        self.check_released()
         with self._lock:  # the training thread appends rows only before calling this
             self._progress = progress
 

@@ -40,6 +40,10 @@ _jobs_running = 0
 _usual_threads = 0
 
 
+class JobReleased(Exception):
+    """Raised inside a released job's run (see ``BackgroundJob.check_released``): nobody will read the rest."""
+
+
 class BackgroundJob:
     """Runs ``self._run`` in a daemon thread; ``stop()`` sets ``self._stop``, which the run checks each step.
 
@@ -84,6 +88,12 @@ class BackgroundJob:
                 self._ended.set()
             if self._ended.is_set():
                 self._release()
+
+    def check_released(self) -> None:
+        """Called by a run's progress hooks: ends a released run at once, skipping what a stopped run still
+        does for its reader (a final evaluation), since it has none."""
+        if self.released:
+            raise JobReleased
 
     def join(self, timeout: float | None = None) -> None:
         """Wait up to ``timeout`` seconds for the job to end (waiting jobs too: until run or stopped)."""
@@ -134,6 +144,8 @@ class BackgroundJob:
         torch.set_num_threads(self.threads)
         try:
             self._run()
+        except JobReleased:
+            pass
         except VizError as error:
             self.error = str(error)
         except Exception as error:  # a bug or out of memory: the page shows it instead of a silent dead thread

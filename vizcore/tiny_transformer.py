@@ -264,6 +264,7 @@ class TinyJob(BackgroundJob):
         return self._history.copy()
 
     def _on_step(self, step: int) -> None:
+        self.check_released()
         self.step = step
 
     def _run(self) -> None:

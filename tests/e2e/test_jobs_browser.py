@@ -35,7 +35,9 @@ def test_closing_the_tab_ends_its_run_and_the_session_in_line_starts(app_url, br
         second.get_by_text("1st in line").wait_for(state="detached", timeout=90_000)
         waited_s = time.monotonic() - closed
         print(f"the second session's run started {waited_s:.1f} s after the first tab closed")
-        assert waited_s < 20, f"the closed tab's run held the queue for {waited_s:.0f} s"
+        # 5 s of grace, a 1 s check, the step under way (seconds on a loaded 2-core machine; 8.7 s to 15 s
+        # measured here): far less than the minutes the 50-epoch run would hold the queue if it went on
+        assert waited_s < 30, f"the closed tab's run held the queue for {waited_s:.0f} s"
         second.wait_for_function(STARTED, timeout=90_000)  # and it trains
         stop_button(second).click()
         second.get_by_text("Stopped: the results below").wait_for(timeout=90_000)

@@ -205,8 +205,9 @@ def test_a_run_whose_session_is_gone_is_stopped_and_its_model_copy_freed(tiny, m
     sessions.clear()  # the tab is closed; the queue's own reaper notices
     job.join(30)
     assert job.status == "stopped" and job.result is None and queue.running() == []
-    progress, _ = job.snapshot()
+    progress, history = job.snapshot()
     assert progress.step < progress.total_steps
+    assert all(row["step"] % 8 == 0 for row in history.evals)  # epoch ends only: no evaluation nobody reads
     gc.collect()
     assert len(copies) == 1 and copies[0]() is None, "the gone session's model copy is still referenced"
 
