@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import jobs
 from ui.state import selection
 from ui.training import (
     KEY_ANALYSIS,
+    KEY_JOB,
     current_job,
     data_section,
     mistakes_first,
@@ -26,7 +28,6 @@ from vizcore.finetune.figures import confusion_heatmap, head_change_heatmap, pca
 
 CHART = {"displaylogo": False}
 METRICS = {"js": "Jensen-Shannon divergence (bits)", "abs": "mean absolute difference"}
-POLL_SECONDS = 1.0
 
 
 def finetune_tab() -> None:
@@ -38,35 +39,30 @@ def finetune_tab() -> None:
     data = data_section()
     config = settings_section(loaded.num_layers)
     job = current_job()
-    running = job is not None and job.running
+    busy = jobs.active(job)
     left, right, note = st.columns([1, 1, 5], vertical_alignment="center")
-    if left.button("Train", type="primary", key="finetune.train", disabled=running or data is None,
+    if left.button("Train", type="primary", key="finetune.train", disabled=busy or data is None,
                    help=f"Train a copy of {loaded.name} on this data with these settings"):
         start_job(loaded, data, config)
         job = current_job()
-        running = job is not None and job.running
-    right.button("Stop", key="finetune.stop", disabled=not running, on_click=stop_job,
-                 help="Ends after the current step and keeps the partly trained model")
+        busy = jobs.active(job)
+    right.button("Stop", key="finetune.stop", disabled=not busy, on_click=stop_job,
+                 help="Ends after the current step and keeps the partly trained model; a run still "
+                      "waiting in line leaves the line")
     note.caption("Training runs in the background on one CPU core (or the GPU), so the rest of the "
-                 "app stays usable; a full run of the default model takes a few minutes.")
+                 "app stays usable; a full run of the default model takes a few minutes. Runs of every "
+                 "user share one line, and a run ends when its tab is closed.")
     if job is not None:
         live_panel()
         results_section()
 
 
 def live_panel() -> None:
-    """Progress bar with ETA and the curves; refreshes itself every second while the job runs."""
-    job = current_job()
-    polling = job.running
-    st.fragment(run_every=POLL_SECONDS if polling else None)(_draw_live)(polling)
+    """Place in line while waiting; then progress bar with ETA and the curves, refreshed every second."""
+    jobs.live(KEY_JOB, _draw_live)
 
 
-def _draw_live(polling: bool) -> None:
-    job: TrainingJob = current_job()
-    if job is None:
-        return
-    if polling and not job.running:
-        st.rerun()  # finished since the last poll: redraw the whole page once, with the results
+def _draw_live(job: TrainingJob) -> None:
     config = job.config
     st.subheader(f"Training: {MODE_LABELS[config.mode]}" + (f", N = {config.last_n}" if config.mode == "last_n" else ""))
     fraction, text = progress_text(job)
@@ -74,7 +70,7 @@ def _draw_live(polling: bool) -> None:
     if job.status == "error":
         st.error(job.error)
     elif job.status == "stopped":
-        st.warning("Stopped: the results below are those of the partly trained model.")
+        st.warning(jobs.stopped_text(job, "Stopped: the results below are those of the partly trained model."))
     progress, history = job.snapshot()
     if progress is not None:
         st.altair_chart(training_curves(history, progress.total_steps), width="stretch", key="finetune.curves")
@@ -104,7 +100,7 @@ def _analysis(job: TrainingJob) -> dict:
 
 def results_section() -> None:
     job = current_job()
-    if job is None or job.running or job.result is None:
+    if job is None or not job.finished or job.result is None:
         return
     result = job.result
     analysis = _analysis(job)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import jobs
 from vizcore.errors import VizError
 from vizcore.finetune.figures import tiny_accuracy_curve, tiny_attention_grid
 from vizcore.finetune.tiny import TASKS, TinyConfig, TinyJob, anti_diagonal_mass, example_digits, predict_tiny
@@ -16,24 +17,21 @@ TASK_LABELS = {"reverse": "reverse the digits", "sort": "sort the digits"}
 def tiny_panel() -> None:
     st.markdown(
         "A Transformer encoder written from scratch in `vizcore/finetune/tiny.py` (multi-head attention, "
-        "sinusoidal positional encoding, pre-norm encoder layers, as in the tutorials) learns a toy task "
-        "in seconds. Each output position must find the right input digit, and the heads learn where to "
-        "look: for **reversal**, position *i* looks at position *n − 1 − i*, the anti-diagonal.")
+        "sinusoidal positional encoding, post-norm encoder layers, LayerNorm(x + sublayer(x)), as in the "
+        "tutorials and BERT) learns a toy task in seconds. Each output position must find the right input "
+        "digit, and the heads learn where to look: for **reversal**, position *i* looks at position *n − 1 − i*, the anti-diagonal.")
     config = _settings()
-    job: TinyJob | None = st.session_state.get(KEY_TINY_JOB)
-    running = job is not None and job.running
+    busy = jobs.active(jobs.current(KEY_TINY_JOB))
     left, right, _ = st.columns([2, 1, 4])
-    if left.button("Train from scratch", type="primary", key="finetune.tiny_train", disabled=running):
+    if left.button("Train from scratch", type="primary", key="finetune.tiny_train", disabled=busy):
         try:
-            job = TinyJob(config).start()
+            jobs.submit(KEY_TINY_JOB, TinyJob(config))
         except VizError as error:
             st.error(str(error))
             return
-        st.session_state[KEY_TINY_JOB] = job
-        running = True
-    right.button("Stop", key="finetune.tiny_stop", disabled=not running, on_click=job.stop if job else None)
-    if job is not None:
-        st.fragment(run_every=1.0 if running else None)(_draw)(running)
+        busy = True
+    right.button("Stop", key="finetune.tiny_stop", disabled=not busy, on_click=jobs.stop, args=(KEY_TINY_JOB,))
+    jobs.live(KEY_TINY_JOB, _draw)
 
 
 def _settings() -> TinyConfig:
@@ -46,14 +44,17 @@ def _settings() -> TinyConfig:
     return TinyConfig(task=task, length=int(length), steps=int(steps), layers=int(layers), seed=int(seed))
 
 
-def _draw(polling: bool) -> None:
-    job: TinyJob = st.session_state[KEY_TINY_JOB]
-    if polling and not job.running:
-        st.rerun()  # finished: one full redraw with the replay slider and the try-it box
+def _draw(job: TinyJob) -> None:
     if job.error:
         st.error(job.error)
         return
     history = job.snapshot()
+    if not history.snapshots:  # the first one is taken before step 1
+        if job.finished:
+            st.warning(jobs.stopped_text(job, "Stopped before its first snapshot."))
+        else:
+            st.progress(0.0, text="Building the model…")
+        return
     total = job.config.steps
     accuracy = history.steps[-1]["sequence_accuracy"] if history.steps else 0.0
     text = f"step {job.step}/{total} · whole sequences right {accuracy:.1%}"

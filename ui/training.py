@@ -1,21 +1,20 @@
 """Streamlit side of the Fine-tuning lab: data and settings widgets, the live training panel, results.
 
-The training job (``vizcore.finetune.training.TrainingJob``) lives in this session's state and trains its own
-copy of the model in a background thread; a fragment polls its snapshot once a second while it
-runs. A server-wide cap on running jobs keeps the server usable when a whole class presses Train.
+The training job (``vizcore.finetune.TrainingJob``) lives in this session's state and trains its own
+copy of the model in a background thread. It goes through the server's one job queue (``ui/jobs.py``):
+a server-wide cap on running jobs keeps the server usable when a whole class presses Train, and the
+others wait in line, seeing their place.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
-import time
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ui import jobs
 from vizcore.finetune.datasets import MAX_BYTES, MAX_ROWS, TrainTestData, builtin_data, frame_to_train_test, read_csv_bytes
 from vizcore.errors import VizError
 from vizcore.finetune.training import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob
@@ -23,9 +22,6 @@ from vizcore.model.loading import LoadedModel
 
 KEY_JOB = "finetune.job"
 KEY_ANALYSIS = "finetune.analysis"
-MAX_RUNNING_JOBS = max(1, (os.cpu_count() or 2) - 1)  # leave a core for everyone else
-_running_lock = threading.Lock()
-_running: list[TrainingJob] = []
 
 
 @st.cache_data(show_spinner=False, max_entries=1)
@@ -127,40 +123,31 @@ def model_or_error(name: str, device: str) -> LoadedModel | None:
 
 
 def current_job() -> TrainingJob | None:
-    return st.session_state.get(KEY_JOB)
+    return jobs.current(KEY_JOB)
 
 
 def start_job(loaded: LoadedModel, data: TrainTestData, config: FinetuneConfig) -> None:
-    """Start this session's job (replacing a finished one), unless the server is at its cap."""
-    mine = current_job()
-    if mine is not None and mine.running:
-        st.warning("This session is already training: stop it first.")
+    """Queue this session's job (replacing an ended one); it starts when the server has a free slot."""
+    if jobs.active(current_job()):
+        st.warning("This session already has a fine-tuning run: stop it first.")
         return
-    with _running_lock:
-        _running[:] = [job for job in _running if job.running]
-        if len(_running) >= MAX_RUNNING_JOBS:
-            st.warning(f"{len(_running)} training run(s) already use this server's spare core; "
-                       "try again when one finishes (usually a few minutes).")
-            return
-        try:
-            job = TrainingJob(loaded, data, config).start()
-        except VizError as error:
-            st.error(str(error))
-            return
-        _running.append(job)
-    st.session_state[KEY_JOB] = job
+    try:
+        jobs.submit(KEY_JOB, TrainingJob(loaded, data, config))
+    except VizError as error:
+        st.error(str(error))
+        return
     st.session_state.pop(KEY_ANALYSIS, None)
 
 
 def stop_job() -> None:
-    job = current_job()
-    if job is not None:
-        job.stop()
+    jobs.stop(KEY_JOB)
 
 
 def progress_text(job: TrainingJob) -> tuple[float, str]:
     progress, _ = job.snapshot()
     if progress is None:
+        if job.finished:
+            return 0.0, "Ended before the first measurement."
         return 0.0, "Copying the model and measuring the held-out set before training…"
     parts = [f"step {progress.step}/{progress.total_steps}", f"epoch {progress.epoch}/{progress.epochs}"]
     if progress.loss is not None:
@@ -176,13 +163,6 @@ def progress_text(job: TrainingJob) -> tuple[float, str]:
 def _clock(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     return f"{seconds // 60}:{seconds % 60:02d}"
-
-
-def wait_for(job: TrainingJob, timeout: float) -> None:
-    """Block up to ``timeout`` seconds for a job (used by tests and the last poll of a finishing run)."""
-    deadline = time.monotonic() + timeout
-    while job.running and time.monotonic() < deadline:
-        job.join(0.1)
 
 
 def mistakes_first(records: list[dict]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""AppTest: the Fine-tuning lab on a tiny random BERT (fast), asserting on what the page shows."""
+"""AppTest: the Fine-tuning lab on a tiny random BERT (fast), asserting on what the page shows; sessions
+sharing the server's one job queue."""
 
 import json
 
@@ -7,16 +8,37 @@ import pytest
 import torch
 
 from tests.app.conftest import decode_plotly, set_shared
+from ui.jobs import job_queue
 from ui.state import OTHER_MODEL
-from ui.training import wait_for
+from vizcore.finetune import training as finetune
 
 PAGE = "pages/finetune.py"
 
 
+@pytest.fixture(autouse=True)
+def no_job_left_behind():
+    """Every AppTest session of this process shares the one queue: a test leaves it empty."""
+    yield
+    queue = job_queue()
+    for job in queue.running() + queue.line():
+        queue.stop(job)
+        job.join(60)
+
+
 @pytest.fixture
-def app(new_app, tiny_bert_dir):
-    at = new_app(PAGE).run()
-    return set_shared(at, model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
+def session(new_app, tiny_bert_dir):
+    """``session()`` -> one more browser session on the page, with the tiny BERT chosen."""
+
+    def make():
+        at = new_app(PAGE).run()
+        return set_shared(at, model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
+
+    return make
+
+
+@pytest.fixture
+def app(session):
+    return session()
 
 
 def chart(at, title_part: str) -> dict:
@@ -30,8 +52,8 @@ def chart(at, title_part: str) -> dict:
 def train(at, timeout: float = 120):
     at.button(key="finetune.train").click().run()
     job = at.session_state["finetune.job"]
-    wait_for(job, timeout)
-    assert not job.running
+    job.join(timeout)
+    assert job.finished and not job.running
     return job, at.run()
 
 
@@ -99,7 +121,7 @@ def test_stop_keeps_the_partial_model(app):
     while job.running and (job.snapshot()[0] is None or job.snapshot()[0].step < 2):
         job.join(0.05)
     app.button(key="finetune.stop").click().run()
-    wait_for(job, 60)
+    job.join(60)
     app.run()
     assert job.status == "stopped" and job.result.steps_done < job.result.total_steps
     assert any("Stopped" in w.value for w in app.warning)
@@ -127,3 +149,60 @@ def test_unknown_model_is_a_clear_error_and_the_tiny_transformer_still_works(app
     assert len(grid["data"]) == 2 * 4 and "at step 50" in grid["layout"]["title"]["text"]
     app.text_input(key="finetune.tiny_try_8").set_value("1 2 3").run()
     assert "exactly 8 digits" in app.warning[0].value
+
+
+def infos(at) -> list[str]:
+    return [element.value for element in at.info]
+
+
+def test_a_second_session_waits_in_line_with_its_place_shown_and_runs_when_the_first_stops(session, monkeypatch):
+    monkeypatch.setattr(job_queue(), "max_running", 1)  # the cap of a 2-core server, whatever runs the test
+    first, second, third = session(), session(), session()
+    first.radio(key="finetune.mode").set_value("full").run()
+    first.number_input(key="finetune.epochs").set_value(100).run()
+    first.button(key="finetune.train").click().run()
+    long_run = first.session_state["finetune.job"]
+    assert long_run.status == "running"
+
+    second.number_input(key="finetune.epochs").set_value(1).run()
+    second.button(key="finetune.train").click().run()
+    waiting = second.session_state["finetune.job"]
+    assert waiting.status == "waiting" and not second.exception
+    assert any("**1st in line**" in text for text in infos(second))
+    second.run()  # the next run (a poll) draws the buttons of a session whose run is in line
+    assert second.button(key="finetune.train").disabled and not second.button(key="finetune.stop").disabled
+    third.button(key="finetune.train").click().run()
+    assert any("**2nd in line**" in text for text in infos(third))
+
+    third.button(key="finetune.stop").click().run()  # Stop while waiting: out of the line, never runs
+    assert third.session_state["finetune.job"].status == "stopped" and not third.exception
+    assert any("Stopped before it started" in w.value for w in third.warning)
+    assert not third.button(key="finetune.train").disabled
+    assert any("**1st in line**" in text for text in infos(second.run()))
+
+    first.button(key="finetune.stop").click().run()
+    long_run.join(60)
+    waiting.join(120)  # started by itself when the first run's slot freed, and ran its epoch
+    second.run()
+    assert long_run.status == "stopped" and waiting.status == "done"
+    assert not infos(second) or not any("in line" in text for text in infos(second))
+    assert second.metric[0].label == "Held-out accuracy"
+    assert second.metric[0].value == f"{waiting.result.final_eval_accuracy:.1%}"
+
+
+def test_a_run_that_fails_says_why_and_the_page_keeps_working(app, monkeypatch):
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("not enough memory: you tried to allocate 9 GB")
+
+    monkeypatch.setattr(finetune, "train_classifier", out_of_memory)
+    job, app = train(app)
+    assert job.status == "error" and not app.exception
+    assert [e.value for e in app.error] == [
+        "Training failed: RuntimeError: not enough memory: you tried to allocate 9 GB"]
+    assert not app.button(key="finetune.train").disabled and app.button(key="finetune.stop").disabled
+    assert not app.metric  # no results from a run that failed
+
+
+def test_the_tiny_transformer_text_says_what_the_model_is(app):
+    text = next(m.value for m in app.markdown if "written from scratch" in m.value)
+    assert "post-norm encoder layers, LayerNorm(x + sublayer(x))" in text and "pre-norm" not in text

@@ -1,12 +1,15 @@
 """Fine-tuning core on a tiny random BERT: freezing per mode, the shared model untouched, stop, progress."""
 
+import gc
 import hashlib
 import threading
+import weakref
 
 import numpy as np
 import pytest
 import torch
 
+from vizcore.finetune import training as finetune
 from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.errors import VizError
 from vizcore.finetune.training import (
@@ -17,6 +20,7 @@ from vizcore.finetune.training import (
     predict_proba,
     train_classifier,
 )
+from vizcore.jobs import JobQueue
 from vizcore.model.loading import load_model
 
 GOOD = ["good", "great", "lovely", "nice", "happy", "superb", "fine", "glad"]
@@ -173,11 +177,39 @@ def test_training_job_runs_in_a_thread_with_one_torch_thread_and_can_be_stopped(
 
 def test_job_reports_errors_instead_of_dying_silently(tiny):
     data = toy_data()
-    broken = TrainTestData(data.train, LabelledTexts(("x",), np.array([5]), data.train.label_names), "x", "x")
-    job = TrainingJob(tiny, broken, FinetuneConfig(mode="head", epochs=1)).start()
+    labels = data.train.labels.copy()
+    labels[-1] = 5  # no such class among the 2: the loss of the batch holding it raises inside the loop
+    broken = TrainTestData(LabelledTexts(data.train.texts, labels, data.train.label_names), data.test, "x", "x")
+    job = TrainingJob(tiny, broken, FinetuneConfig(mode="head", epochs=1, batch_size=4)).start()
+    job.join(60)
+    assert not job.running and job.status == "error" and job.result is None
+    assert job.error.startswith("Training failed: IndexError: ") and "Target 5 is out of bounds" in job.error
+    progress, _ = job.snapshot()
+    assert progress is not None and progress.step < progress.total_steps  # it failed during training
+
+
+def test_a_run_whose_session_is_gone_is_stopped_and_its_model_copy_freed(tiny, monkeypatch):
+    copies = []
+
+    def watched_classifier(*args, **kwargs):
+        classifier = new_classifier(*args, **kwargs)
+        copies.append(weakref.ref(classifier))
+        return classifier
+
+    monkeypatch.setattr(finetune, "new_classifier", watched_classifier)
+    sessions = {"tab"}
+    queue = JobQueue(is_alive=lambda owner: owner in sessions, grace_s=0, check_every_s=0.05)
+    job = queue.submit("tab", TrainingJob(tiny, toy_data(), FinetuneConfig(mode="full", epochs=100, batch_size=4)))
+    while job.running and (job.snapshot()[0] is None or job.snapshot()[0].step < 2):
+        job.join(0.05)
+    sessions.clear()  # the tab is closed; the queue's own reaper notices
     job.join(30)
-    assert job.status in {"error", "done"}
-    assert job.status == "done" or job.error
+    assert job.status == "stopped" and job.result is None and queue.running() == []
+    progress, history = job.snapshot()
+    assert progress.step < progress.total_steps
+    assert all(row["step"] % 8 == 0 for row in history.evals)  # epoch ends only: no evaluation nobody reads
+    gc.collect()
+    assert len(copies) == 1 and copies[0]() is None, "the gone session's model copy is still referenced"
 
 
 @pytest.mark.parametrize(("config", "message"), [

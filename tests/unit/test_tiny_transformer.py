@@ -7,6 +7,7 @@ import torch
 from vizcore.errors import VizError
 from vizcore.positional.encoding import sinusoidal_encoding
 from vizcore.finetune.tiny import (
+    EncoderLayer,
     MultiHeadAttention,
     PositionalEncoding,
     TinyConfig,
@@ -44,6 +45,35 @@ def test_model_returns_logits_and_attention_in_layer_head_query_key_order():
     model = TinyTransformer(TinyConfig(length=6, layers=3, heads=2, d_model=16, d_ff=32))
     logits, maps = model(torch.randint(0, 10, (4, 6)))
     assert logits.shape == (4, 6, 10) and maps.shape == (4, 3, 2, 6, 6)
+
+
+def test_an_encoder_layer_is_post_norm_layer_norm_of_x_plus_sublayer_as_the_page_says():
+    """Recomputed from the layer's weights: h = LayerNorm(x + MHA(x)), out = LayerNorm(h + FFN(h))."""
+    torch.manual_seed(0)
+    layer = EncoderLayer(16, 4, 32)
+    with torch.no_grad():
+        for norm in (layer.norm1, layer.norm2):
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(2, 5, 16) * 3 + 1
+    out, weights = layer(x)
+
+    def linear(t, module):
+        return t @ module.weight.T + module.bias
+
+    def heads(t):  # (B, T, D) -> (B, H, T, d_k)
+        return t.view(2, 5, 4, 4).transpose(1, 2)
+
+    qkv = linear(x, layer.attention.qkv)
+    q, k, v = heads(qkv[..., :16]), heads(qkv[..., 16:32]), heads(qkv[..., 32:])
+    attention_weights = torch.softmax(q @ k.transpose(-1, -2) / 2.0, dim=-1)  # sqrt(d_k) = 2
+    mixed = linear((attention_weights @ v).transpose(1, 2).reshape(2, 5, 16), layer.attention.out)
+    norm1, norm2 = layer.norm1, layer.norm2
+    h = torch.nn.functional.layer_norm(x + mixed, (16,), norm1.weight, norm1.bias, norm1.eps)
+    feed_forward = linear(torch.relu(linear(h, layer.feed_forward[0])), layer.feed_forward[2])
+    expected = torch.nn.functional.layer_norm(h + feed_forward, (16,), norm2.weight, norm2.bias, norm2.eps)
+    torch.testing.assert_close(weights, attention_weights)
+    torch.testing.assert_close(out, expected)
 
 
 def test_targets_are_reversed_or_sorted():

@@ -2,7 +2,8 @@
 
 Pieces follow *The Annotated Transformer*: ``attention`` returns ``(output, weights)``,
 ``MultiHeadAttention``, ``PositionalEncoding`` (the sinusoidal table of ``vizcore.positional.encoding``) and a
-pre-norm ``EncoderLayer``. The model reads a sequence of digits and writes one digit per position:
+post-norm ``EncoderLayer``, LayerNorm(x + sublayer(x)), as in its text, the paper and BERT (its code
+puts the norm first "for code simplicity"). The model reads digits and writes one digit per position:
 
 * ``reverse``: position i outputs input digit n-1-i, so a head learns to look at the mirrored
   position (the anti-diagonal of its attention map);
@@ -93,7 +94,7 @@ class PositionalEncoding(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Pre-norm block: x + attention(norm(x)), then x + feed-forward(norm(x))."""
+    """Post-norm block, as in the paper: h = LayerNorm(x + attention(x)), then LayerNorm(h + feed-forward(h))."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int):
         super().__init__()
@@ -102,9 +103,10 @@ class EncoderLayer(nn.Module):
         self.feed_forward = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mixed, weights = self.attention(self.norm1(x))
-        x = x + mixed
-        return x + self.feed_forward(self.norm2(x)), weights
+        """x (B, T, D) -> output (B, T, D), weights (B, H, T, T)."""
+        mixed, weights = self.attention(x)
+        x = self.norm1(x + mixed)
+        return self.norm2(x + self.feed_forward(x)), weights
 
 
 class TinyTransformer(nn.Module):
@@ -118,7 +120,6 @@ class TinyTransformer(nn.Module):
         self.position = PositionalEncoding(config.d_model, max(64, config.length))
         self.layers = nn.ModuleList(EncoderLayer(config.d_model, config.heads, config.d_ff)
                                     for _ in range(config.layers))
-        self.norm = nn.LayerNorm(config.d_model)
         self.unembed = nn.Linear(config.d_model, DIGITS)
 
     def forward(self, digits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,7 +129,7 @@ class TinyTransformer(nn.Module):
         for layer in self.layers:
             x, weights = layer(x)
             maps.append(weights)
-        return self.unembed(self.norm(x)), torch.stack(maps, dim=1)
+        return self.unembed(x), torch.stack(maps, dim=1)  # the last layer's output is already normalised
 
 
 def example_digits(config: TinyConfig) -> np.ndarray:
@@ -249,6 +250,8 @@ class TinyJob(BackgroundJob):
     """``train_tiny`` in a daemon thread with one torch thread; poll ``snapshot()``; ``stop()`` ends it."""
 
     name = "vizcore-tiny"
+    kind = "tiny Transformer run"
+    failure = "Training failed"
 
     def __init__(self, config: TinyConfig):
         self.config = config.validate()
@@ -256,17 +259,19 @@ class TinyJob(BackgroundJob):
         self._history = TinyHistory()
         self.step = 0
         self.result: TinyResult | None = None
-        self.error: str | None = None
-        self.started = time.perf_counter()
 
     def snapshot(self) -> TinyHistory:
         return self._history.copy()
 
     def _on_step(self, step: int) -> None:
+        self.check_released()
         self.step = step
 
     def _run(self) -> None:
-        try:
-            self.result = train_tiny(self.config, self._history, self._stop, self._on_step)
-        except Exception as error:  # shown on the page instead of a silent dead thread
-            self.error = f"Training failed: {type(error).__name__}: {error}"
+        self.result = train_tiny(self.config, self._history, self._stop, self._on_step)
+
+    def _was_stopped(self) -> bool:
+        return self.result.stopped if self.result is not None else super()._was_stopped()
+
+    def _release(self) -> None:
+        self.result, self._history = None, TinyHistory()

@@ -9,7 +9,8 @@ Modes: ``head`` (encoder frozen), ``last_n`` (the last N encoder layers and the 
 
 ``TrainingJob`` runs ``train_classifier`` in a daemon thread limited to one torch thread (so other
 users of the same server stay responsive), reports progress through a lock-protected snapshot, and
-ends cleanly at the next step when its stop event is set, keeping the partial model.
+ends cleanly at the next step when its stop event is set, keeping the partial model. The app runs
+it through the server's ``vizcore.jobs.JobQueue``.
 """
 
 from __future__ import annotations
@@ -365,10 +366,13 @@ class _Loop:
 class TrainingJob(BackgroundJob):
     """``train_classifier`` in a background thread with one torch thread; poll ``snapshot()``.
 
-    ``status`` is ``running``, ``done``, ``stopped`` or ``error`` (then ``error`` holds the message).
+    Submit it to a ``vizcore.jobs.JobQueue`` (or ``start()`` it). ``status`` is ``waiting``, ``running``,
+    ``done``, ``stopped`` or ``error`` (then ``error`` holds the message); ``result`` is set when it ends.
     """
 
     name = "vizcore-finetune"
+    kind = "fine-tuning run"
+    failure = "Training failed"
 
     def __init__(self, loaded: LoadedModel, data: TrainTestData, config: FinetuneConfig, threads: int = 1):
         config.validate(loaded.num_layers)  # bad settings fail here, in the caller, not in the thread
@@ -377,13 +381,7 @@ class TrainingJob(BackgroundJob):
         self._lock = threading.Lock()
         self._history = History()
         self._progress: Progress | None = None
-        self.status = "created"
-        self.error: str | None = None
         self.result: FinetuneResult | None = None
-
-    def start(self) -> "TrainingJob":
-        self.status = "running"
-        return super().start()
 
     def snapshot(self) -> tuple[Progress | None, History]:
         """The latest progress and a copy of the history so far (safe to call from any thread)."""
@@ -391,16 +389,16 @@ class TrainingJob(BackgroundJob):
             return self._progress, self._history.copy()
 
     def _on_progress(self, progress: Progress) -> None:
+        self.check_released()
         with self._lock:  # the training thread appends rows only before calling this
             self._progress = progress
 
     def _run(self) -> None:
-        try:
-            result = train_classifier(self.loaded, self.data, self.config, on_progress=self._on_progress,
-                                      stop=self._stop, history=self._history)
-        except VizError as error:
-            self.error, self.status = str(error), "error"
-        except Exception as error:  # a bug or out of memory: the page shows it instead of hanging
-            self.error, self.status = f"Training failed: {type(error).__name__}: {error}", "error"
-        else:
-            self.result, self.status = result, ("stopped" if result.stopped else "done")
+        self.result = train_classifier(self.loaded, self.data, self.config, on_progress=self._on_progress,
+                                       stop=self._stop, history=self._history)
+
+    def _was_stopped(self) -> bool:
+        return self.result.stopped if self.result is not None else super()._was_stopped()
+
+    def _release(self) -> None:
+        self.result = None  # the session's model copy: the only large thing a run makes
