@@ -7,6 +7,8 @@ Stages, as in Hugging Face pipelines: ``encode`` (validate, tokenise, truncate a
 from __future__ import annotations
 
 import inspect
+import re
+import unicodedata
 
 import numpy as np
 import torch
@@ -19,20 +21,32 @@ from vizcore.models import LoadedModel
 # Longer texts are refused before tokenising (a paste of a whole book); anything the model cannot
 # take in one pass is truncated to its maximum length and reported.
 MAX_CHARS = 200_000
+# Characters that can come from bytes of another encoding read with errors="surrogateescape"
+# (a command line in a non-UTF-8 locale): tokenizers and JSON refuse them.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def is_blank(text: str | None) -> bool:
+    """True when the text has nothing a tokenizer keeps: only spaces, invisible format characters
+    (zero-width space, byte-order mark, joiners) and control characters."""
+    return text is None or all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
 def check_text(text: str | None, what: str = "text") -> str:
-    if text is None or not text.strip():
+    if is_blank(text):
         raise VizError(f"The {what} is empty: type a sentence.")
     if len(text) > MAX_CHARS:
         raise VizError(f"The {what} has {len(text):,} characters; the limit is {MAX_CHARS:,}. Shorten it.")
+    if bad := _SURROGATE.search(text):
+        raise VizError(f"The {what} has an invalid character at position {bad.start() + 1:,} (bytes that are "
+                       "not UTF-8?): retype it, or save it as UTF-8.")
     return text
 
 
 def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[BatchEncoding, int]:
     """Tokenise, truncating to the model's maximum. Returns the encoding and the untruncated length."""
     check_text(text)
-    if pair is not None and not pair.strip():
+    if is_blank(pair):
         pair = None
     if pair is not None:
         check_text(pair, "second sentence")
@@ -88,7 +102,7 @@ def extract_attention(loaded: LoadedModel, text: str, pair: str | None = None) -
     return AttentionResult(
         model=loaded.name,
         text=text,
-        pair=pair if pair and pair.strip() else None,
+        pair=None if is_blank(pair) else pair,
         tokens=loaded.tokenizer.convert_ids_to_tokens(encoding["input_ids"][0].tolist()),
         offsets=[(int(a), int(b)) for a, b in encoding["offset_mapping"][0].tolist()],
         special_mask=encoding["special_tokens_mask"][0].numpy().astype(bool),
