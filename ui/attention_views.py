@@ -28,10 +28,10 @@ from vizcore.attention.figures import (
     difference_heatmap,
     flow_bars,
     head_grid,
-    head_heatmap,
     special_mass_chart,
     statistic_heatmap,
 )
+from vizcore.plot import attention_heatmap
 from vizcore.attention.head_stats import LABELS, STATISTICS, statistics_table
 
 KEY_IMAGE_FORMAT = "attention.image_format"
@@ -67,7 +67,7 @@ def heatmap_view(result: Run, layer: int, head: int, options: ViewOptions, key: 
     source = result.attention[layer - 1, head - 1] if matrix is None else matrix
     shown, rows, cols = shown_matrix(source, result, options)
     title = title or f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens"
-    figure = head_heatmap(shown, rows.tokens, cols.tokens, title, rows.segments, cols.segments)
+    figure = attention_heatmap(shown, rows.tokens, cols.tokens, title, rows.segments, cols.segments, zmax=None)
     st.plotly_chart(figure, key=key, config=chart_config())
     caption = ("Rows are query tokens (who attends), columns key tokens (attended to); hover a cell for "
                "the exact weight. Use the camera icon for a PNG.")
@@ -230,8 +230,8 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
         with column:
             l, h = min(layer, result.num_layers), min(head, result.num_heads)
             matrix, rows, cols = shown_matrix(result.attention[l - 1, h - 1], result, options)
-            figure = head_heatmap(matrix, rows.tokens, cols.tokens, f"{name} · layer {l}, head {h}",
-                                  rows.segments, cols.segments, zmax=1.0)
+            figure = attention_heatmap(matrix, rows.tokens, cols.tokens, f"{name} · layer {l}, head {h}",
+                                       rows.segments, cols.segments, zmax=1.0)
             st.plotly_chart(figure, key=f"attention.compare{index}", config=chart_config())
             shown.append((matrix, rows, cols))
     (a, rows_a, cols_a), (b, rows_b, cols_b) = shown

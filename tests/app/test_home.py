@@ -26,7 +26,8 @@ def test_home_shows_heatmap_of_the_default_sentence(app):
     z = decode_plotly(data["z"])
     assert z.shape == (16, 16)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-4)
-    assert "animal" in json.dumps(data["customdata"])
+    assert "animal" in data["y"] and "animal" in data["x"]  # hover: "query %{y} → key %{x}"
+    assert "customdata" not in data  # no hover string per cell: the labels carry the tokens
 
 
 def test_example_button_sets_the_shared_sentence_and_heatmap(app):
@@ -59,8 +60,9 @@ def test_empty_sentence_typed_in_the_sidebar_shows_a_clear_message_not_a_traceba
 def test_markup_and_emoji_in_the_sentence_are_shown_as_tokens(app):
     set_shared(app, text="<img src=x onerror=alert(1)> 🦊 ok")
     assert not app.exception
-    hovers = heatmap(app)["customdata"][0]
-    assert "0: [CLS] → 1: <" in hovers and "0: [CLS] → 17: [UNK]" in hovers  # the emoji is unknown to BERT
+    labels = heatmap(app)["x"]
+    assert labels[0] == "[CLS]" and labels[1] == "&lt;" and labels[17] == "[UNK]"  # the emoji is unknown to BERT
+    assert "<" not in "".join(labels)  # escaped: user text never becomes plotly markup
 
 
 def test_long_text_is_truncated_with_a_warning(app):
@@ -79,7 +81,7 @@ def test_unknown_local_model_keeps_the_sentence_and_says_what_is_wrong(app):
 def test_query_params_set_the_sentence_on_first_load(new_app):
     at = new_app(text="Shared by a teacher.").run()
     assert at.text_area(key="shared.text").value == "Shared by a teacher."
-    assert "shared" in json.dumps(heatmap(at)["customdata"])
+    assert "shared" in heatmap(at)["x"]
 
 
 def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_it(new_app, tmp_path, monkeypatch):

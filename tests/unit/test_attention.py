@@ -94,7 +94,7 @@ def test_distilbert_takes_no_segment_ids_and_still_works(tiny_model_dir):
     assert result.segment_ids.tolist()[-1] == 1 and result.attention.shape[0] == 2
 
 
-@pytest.mark.parametrize("text", ["", "   \n\t", None])
+@pytest.mark.parametrize("text", ["", "   \n\t", None, "\u200b\ufeff\u200d", "\x00\x07\x1b"])
 def test_empty_text_is_refused(tiny, text):
     with pytest.raises(VizError, match="empty"):
         extract_attention(tiny, text)
@@ -105,5 +105,13 @@ def test_huge_text_is_refused_before_tokenising(tiny):
         extract_attention(tiny, "a" * (MAX_CHARS + 1))
 
 
-def test_blank_pair_is_treated_as_no_pair(tiny):
-    assert extract_attention(tiny, "hello", "   ").pair is None
+@pytest.mark.parametrize("pair", ["   ", "\u200b\ufeff"])
+def test_blank_pair_is_treated_as_no_pair(tiny, pair):
+    result = extract_attention(tiny, "hello", pair)
+    assert result.pair is None and result.tokens == extract_attention(tiny, "hello").tokens
+
+
+def test_bytes_that_are_not_utf8_get_a_message_not_a_tokenizer_error(tiny):
+    text = b"caf\xe9 [MASK]".decode("utf-8", "surrogateescape")  # what argv holds in a non-UTF-8 locale
+    with pytest.raises(VizError, match="invalid character at position 4"):
+        extract_attention(tiny, text)

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from vizcore.attention.figures import axis_labels, downsample, head_grid, head_heatmap, special_mass_chart
+from vizcore.attention.figures import downsample, head_grid, special_mass_chart
+from vizcore.plot import attention_heatmap, axis_labels
 
 
 def test_downsample_is_block_means_and_keeps_small_matrices():
@@ -24,7 +25,7 @@ def test_axis_labels_are_unique_and_escape_markup():
 
 def test_heatmap_carries_the_matrix_and_hover_names_query_key_weight():
     m = np.array([[0.7, 0.3], [0.1, 0.9]])
-    fig = head_heatmap(m, ["a", "b"], ["a", "b"], "t", zmax=1.0)
+    fig = attention_heatmap(m, ["a", "b"], ["a", "b"], "t", zmax=1.0)
     trace = fig.data[0]
     np.testing.assert_allclose(np.asarray(trace.z), m, atol=1e-7)
     assert "query" in trace.hovertemplate and "key" in trace.hovertemplate and "weight" in trace.hovertemplate
@@ -32,7 +33,7 @@ def test_heatmap_carries_the_matrix_and_hover_names_query_key_weight():
 
 
 def test_pair_labels_are_coloured_by_segment():
-    fig = head_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], "t", np.array([0, 0, 1]), np.array([0, 0, 1]))
+    fig = attention_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], "t", np.array([0, 0, 1]), np.array([0, 0, 1]))
     ticks = fig.layout.xaxis.ticktext
     assert "#1f5fa8" in ticks[0] and "#c2410c" in ticks[2]
 

@@ -46,6 +46,9 @@ def test_embedded_encoder_has_no_mlm_head_and_says_so():
         ("", "No model given"),
         ("/no/such/folder", "does not exist"),
         ("bad id with spaces", "neither a built-in model"),
+        ("x" * 5_000, r"^'x{80}… \(5,000 characters\)' is too long for a model folder or a hub id\.$"),
+        ("https://huggingface.co/bert-base-uncased", "web address: give the hub id 'bert-base-uncased' instead"),
+        ("https://example.com/model", r"web address: give the hub id \(e\.g\."),
     ],
 )
 def test_bad_model_names_get_clear_messages(name, message):

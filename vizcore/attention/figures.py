@@ -7,72 +7,22 @@ sends each head downsampled to at most ``GRID_CELLS`` x ``GRID_CELLS`` block mea
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
+from vizcore.plot import (  # noqa: F401  (axis_labels, SEGMENT_COLOURS: the Explorer's names for them)
+    FONT_SIZE,
+    SEGMENT_COLOURS,
+    TICK_FONT_SIZE,
+    attention_heatmap,
+    axis_labels,
+    base_layout,
+    display_tokens,
+    tick_positions,
+)
 
 GRID_CELLS = 24  # per head in the grid: enough to see a pattern, small enough for 12 x 12 heads at n = 512
-SEGMENT_COLOURS = ("#1f5fa8", "#c2410c")  # segment A blue, segment B orange (tick labels and legend)
 DIFFERENCE_SCALE = "RdBu_r"
-
-
-def axis_labels(tokens: list[str]) -> list[str]:
-    """Unique, markup-safe category labels: plotly would merge repeated tokens ("the ... the") on a
-    categorical axis, so repeats get invisible zero-width-space suffixes; <, > and & become entities
-    so user text never turns into plotly's rich-text tags."""
-    seen: dict[str, int] = {}
-    labels = []
-    for token in display_tokens(tokens):
-        safe = html.escape(token, quote=False)
-        count = seen.get(safe, 0)
-        seen[safe] = count + 1
-        labels.append(safe + "\u200b" * count)
-    return labels
-
-
-def _tick_text(labels: list[str], segments: np.ndarray | None, ticks: list[int]) -> list[str]:
-    if segments is None or not (np.asarray(segments) == 1).any():
-        return [labels[i] for i in ticks]
-    return [f"<span style='color:{SEGMENT_COLOURS[int(segments[i])]}'>{labels[i]}</span>" for i in ticks]
-
-
-def head_heatmap(
-    matrix: np.ndarray,
-    query_tokens: list[str],
-    key_tokens: list[str],
-    title: str,
-    query_segments: np.ndarray | None = None,
-    key_segments: np.ndarray | None = None,
-    zmax: float | None = None,
-    colorscale: str = "Blues",
-    zmin: float = 0.0,
-    value_name: str = "weight",
-) -> go.Figure:
-    """One ``[query, key]`` matrix; hover shows query token, key token and the value.
-
-    Tick labels are coloured by segment (A blue, B orange) when ``*_segments`` mark a pair.
-    ``zmax=None`` scales the colours to the data.
-    """
-    matrix = np.asarray(matrix, dtype=np.float32)
-    rows, cols = axis_labels(query_tokens), axis_labels(key_tokens)
-    top = float(np.nanmax(matrix, initial=0.0)) if zmax is None else zmax
-    fig = go.Figure(go.Heatmap(
-        z=matrix, x=cols, y=rows, zmin=zmin, zmax=top or 1.0, colorscale=colorscale,
-        hovertemplate=f"query: %{{y}}<br>key: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>",
-        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
-    ))
-    x_ticks, y_ticks = tick_positions(len(cols)), tick_positions(len(rows))
-    fig.update_xaxes(title="key (attended to)", type="category", tickmode="array",
-                     tickvals=[cols[i] for i in x_ticks], ticktext=_tick_text(cols, key_segments, x_ticks),
-                     tickangle=-60, tickfont={"size": TICK_FONT_SIZE}, side="top")
-    fig.update_yaxes(title="query (attending)", type="category", tickmode="array",
-                     tickvals=[rows[i] for i in y_ticks], ticktext=_tick_text(rows, query_segments, y_ticks),
-                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
-    height = int(np.clip(26 * len(rows) + 240, 440, 1000))
-    return base_layout(fig, title, height)
 
 
 def downsample(matrix: np.ndarray, cells: int = GRID_CELLS) -> np.ndarray:
@@ -157,7 +107,7 @@ def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list
     """``first - second`` on a diverging scale centred on 0 (red: more in the first, blue: less)."""
     difference = np.asarray(first, dtype=np.float32) - np.asarray(second, dtype=np.float32)
     bound = float(np.abs(difference).max(initial=0.0)) or 1.0
-    return head_heatmap(difference, query_tokens, key_tokens, title, zmin=-bound, zmax=bound,
+    return attention_heatmap(difference, query_tokens, key_tokens, title, zmin=-bound, zmax=bound,
                         colorscale=DIFFERENCE_SCALE, value_name="difference")
 
 

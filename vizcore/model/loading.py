@@ -7,6 +7,7 @@ or a Hugging Face hub id (``bert-base-uncased``) which needs the hub or a filled
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import socket
@@ -41,6 +42,10 @@ from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue i
 from vizcore.errors import VizError
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_WEB_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_HUB_URL = re.compile(r"^https?://(?:www\.)?(?:huggingface\.co|hf\.co)/((?!datasets/|spaces/)[\w.-]+(?:/[\w.-]+)?)"
+                      r"(?:/(?:tree|blob|resolve)/.*)?/?$", re.IGNORECASE)
+_SHOWN_CHARS = 80  # longer names are cut in messages
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
@@ -79,22 +84,37 @@ def resolve_source(name: str) -> tuple[str, BuiltinModel | None]:
     if name in BUILTIN_MODELS:
         builtin = BUILTIN_MODELS[name]
         return str(builtin.source()), builtin
+    if _WEB_ADDRESS.match(name):
+        hub = _HUB_URL.match(name)
+        raise VizError(f"'{shown_name(name)}' is a web address: give the hub id "
+                       + (f"'{hub.group(1)}' instead." if hub else "(e.g. bert-base-uncased) or a local folder."))
     path = Path(name).expanduser()
-    # Hub ids are "name" or "owner/name"; anything else that looks like a path is a folder.
-    if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name:
-        return str(_check_local_folder(path)), None
+    try:  # the file system refuses some names outright (too long, no permission)
+        # Hub ids are "name" or "owner/name"; anything else that looks like a path is a folder.
+        if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name:
+            return str(_check_local_folder(path)), None
+    except OSError as error:
+        if error.errno == errno.ENAMETOOLONG:
+            raise VizError(f"'{shown_name(name)}' is too long for a model folder or a hub id.") from error
+        raise VizError(f"Model folder '{shown_name(name)}' cannot be read: {error.strerror}.") from error
     if not _HUB_ID.match(name):
-        raise VizError(f"'{name}' is neither a built-in model, a local folder nor a valid hub id.")
+        raise VizError(f"'{shown_name(name)}' is neither a built-in model, a local folder nor a valid hub id.")
     return name, None
 
 
+def shown_name(name: str) -> str:
+    """A user's name as quoted in a message: a very long one is cut, so the message stays readable."""
+    return name if len(name) <= _SHOWN_CHARS else f"{name[:_SHOWN_CHARS]}… ({len(name):,} characters)"
+
+
 def _check_local_folder(path: Path) -> Path:
+    shown = shown_name(str(path))
     if not path.exists():
-        raise VizError(f"Model folder '{path}' does not exist.")
+        raise VizError(f"Model folder '{shown}' does not exist.")
     if not path.is_dir():
-        raise VizError(f"'{path}' is a file; give the folder that holds config.json and the weights.")
+        raise VizError(f"'{shown}' is a file; give the folder that holds config.json and the weights.")
     if not (path / "config.json").is_file():
-        raise VizError(f"Folder '{path}' has no config.json: it is not a Hugging Face model folder.")
+        raise VizError(f"Folder '{shown}' has no config.json: it is not a Hugging Face model folder.")
     return path
 
 

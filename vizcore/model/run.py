@@ -18,6 +18,8 @@ is changed at the input of the attention's output projection W_O, where heads si
 from __future__ import annotations
 
 import inspect
+import re
+import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,6 +37,9 @@ from vizcore.model.record import Run
 # Longer texts are refused before tokenising (a paste of a whole book); anything the model cannot
 # take in one pass is truncated to its maximum length and reported.
 MAX_CHARS = 200_000
+# Characters that can come from bytes of another encoding read with errors="surrogateescape"
+# (a command line in a non-UTF-8 locale): tokenizers and JSON refuse them.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 Hook = tuple[torch.nn.Module, str, Callable]  # (module, "pre" | "post", function)
 
 
@@ -66,18 +71,27 @@ class Patch:
     values: np.ndarray
 
 
+def is_blank(text: str | None) -> bool:
+    """True when the text has nothing a tokenizer keeps: only spaces, invisible format characters
+    (zero-width space, byte-order mark, joiners) and control characters."""
+    return text is None or all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+
+
 def check_text(text: str | None, what: str = "text") -> str:
-    if text is None or not text.strip():
+    if is_blank(text):
         raise VizError(f"The {what} is empty: type a sentence.")
     if len(text) > MAX_CHARS:
         raise VizError(f"The {what} has {len(text):,} characters; the limit is {MAX_CHARS:,}. Shorten it.")
+    if bad := _SURROGATE.search(text):
+        raise VizError(f"The {what} has an invalid character at position {bad.start() + 1:,} (bytes that are "
+                       "not UTF-8?): retype it, or save it as UTF-8.")
     return text
 
 
 def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[BatchEncoding, int]:
     """Tokenise, truncating to the model's maximum. Returns the encoding and the untruncated length."""
     check_text(text)
-    if pair is not None and not pair.strip():
+    if is_blank(pair):
         pair = None
     if pair is not None:
         check_text(pair, "second sentence")
@@ -259,7 +273,7 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
     return Run(
         model=loaded.name,
         text=text,
-        pair=pair if pair and pair.strip() else None,
+        pair=None if is_blank(pair) else pair,
         tokens=loaded.tokenizer.convert_ids_to_tokens(ids.tolist()),
         offsets=[(int(a), int(b)) for a, b in encoding["offset_mapping"][0].tolist()],
         special_mask=encoding["special_tokens_mask"][0].numpy().astype(bool),
