@@ -7,7 +7,8 @@ import streamlit as st
 from ui import url_state
 from ui.inside import get_learned, get_sinusoidal, or_stop
 from ui.state import model_or_stop, selection
-from vizcore.inside.figures import matrix_heatmap, position_scatter, waves_figure
+from vizcore.plot import matrix_heatmap
+from vizcore.positional.figures import position_scatter, waves_figure
 from vizcore.positional.encoding import (
     check_offset,
     check_size,

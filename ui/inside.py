@@ -21,7 +21,7 @@ from vizcore.inside.demos import (
     scaling_demo,
     variance_curve,
 )
-from vizcore.inside.figures import matrix_heatmap
+from vizcore.plot import matrix_heatmap
 from vizcore.positional.encoding import LearnedPositions, learned_positions, sinusoidal_encoding
 from vizcore.model.record import Run
 from vizcore.inside.steps import EmbeddingParts, LayerSteps, embedding_parts, layer_steps, run_model

@@ -7,6 +7,7 @@ Axes are token *positions* with the tokens as tick labels: a sentence often repe
 from __future__ import annotations
 
 import html
+from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -100,3 +101,84 @@ def attention_heatmap(
                      autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
     height = int(np.clip(26 * len(rows) + 240, 440, 1000))
     return base_layout(fig, title, height)
+
+
+# ---- any labelled [row, column] matrix (Q, K, scores, the position table) -----------------------
+
+MAX_CELLS = 250_000
+DIVERGING = "RdBu_r"  # red positive, blue negative, white zero
+SEQUENTIAL = "Viridis"
+
+
+def thinning_step(rows: int, cols: int, max_cells: int = MAX_CELLS) -> int:
+    """The smallest stride s so that ceil(rows/s) * ceil(cols/s) <= max_cells."""
+    step = 1
+    while -(-rows // step) * -(-cols // step) > max_cells:
+        step += 1
+    return step
+
+
+def matrix_heatmap(
+    matrix: np.ndarray,
+    title: str,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    row_title: str = "row",
+    col_title: str = "column",
+    value_name: str = "value",
+    diverging: bool = True,
+    zrange: tuple[float, float] | None = None,
+    max_cells: int = MAX_CELLS,
+) -> go.Figure:
+    """A labelled heatmap of a ``[row, column]`` matrix; hover shows row, column and the exact value.
+
+    ``diverging`` centres a red/blue scale on zero (for signed numbers such as Q, K, scores);
+    otherwise a sequential scale from the minimum. Rows and columns are positions, labels are ticks.
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    rows, cols = matrix.shape
+    row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
+    col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
+    step = thinning_step(rows, cols, max_cells)
+    r_idx, c_idx = np.arange(0, rows, step), np.arange(0, cols, step)
+    shown = matrix[np.ix_(r_idx, c_idx)]
+    hover = np.array([[f"{row_title} {row_labels[r]}<br>{col_title} {col_labels[c]}" for c in c_idx]
+                      for r in r_idx], dtype=object)
+    zmin, zmax = _range(shown, diverging, zrange)
+    heatmap = go.Heatmap(
+        z=shown.astype(np.float32), x=c_idx, y=r_idx, customdata=hover, zmin=zmin, zmax=zmax,
+        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        hovertemplate=f"%{{customdata}}<br>{value_name} %{{z:.5g}}<extra></extra>",
+        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
+    )
+    fig = go.Figure(heatmap)
+    x_ticks = [int(c_idx[i]) for i in tick_positions(len(c_idx), 20)]
+    y_ticks = [int(r_idx[i]) for i in tick_positions(len(r_idx), 32)]
+    fig.update_xaxes(title=col_title, tickmode="array", tickvals=x_ticks, ticktext=[col_labels[i] for i in x_ticks],
+                     tickfont={"size": TICK_FONT_SIZE}, side="top", tickangle=-60 if cols <= 40 else 0)
+    fig.update_yaxes(title=row_title, tickmode="array", tickvals=y_ticks, ticktext=[row_labels[i] for i in y_ticks],
+                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    title = f"{title} · shape {rows} × {cols}"
+    if step > 1:
+        title += f" (every {_ordinal(step)} row and column drawn)"
+    height = int(np.clip(24 * len(r_idx) + 260, 380, 760))
+    return base_layout(fig, title, height)
+
+
+def _ordinal(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
+def _range(values: np.ndarray, diverging: bool, zrange: tuple[float, float] | None) -> tuple[float, float]:
+    if zrange is not None:
+        return zrange
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return -1.0, 1.0
+    if diverging:
+        bound = float(np.abs(finite).max()) or 1.0
+        return -bound, bound
+    low, high = float(finite.min()), float(finite.max())
+    return low, high if high > low else low + 1.0

@@ -10,7 +10,8 @@ from transformers import RobertaConfig, RobertaModel
 
 from vizcore.cli import main
 from vizcore.errors import VizError
-from vizcore.inside.figures import MAX_CELLS, matrix_heatmap, position_scatter, waves_figure
+from vizcore.plot import MAX_CELLS, matrix_heatmap
+from vizcore.positional.figures import position_scatter, waves_figure
 from vizcore.model.loading import LoadedModel, load_model
 from vizcore.positional.encoding import (
     check_offset,
