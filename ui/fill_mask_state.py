@@ -9,14 +9,13 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-import vizcore.mlm.weights  # noqa: F401  (registers the built-in masked-LM)
 from ui.feedback import or_stop
 from ui.state import get_model
 from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import FillMaskResult, FillStep, Word, fill_iteratively, fill_mask, mask_word, maskable_words
 from vizcore.mlm.masking import ordinary_token_ids
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates, draw_masking, measure_rates
-from vizcore.mlm.weights import MLM_MODEL
+from vizcore.model.catalog import MLM_MODEL
 from vizcore.model.loading import LoadedModel
 
 DEFAULT_TEXT = "The capital of France is [MASK]."

@@ -11,12 +11,13 @@ import argparse
 
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.errors import VizError
+from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL
 
 
 def _fill_mask(args: argparse.Namespace) -> dict:
     from vizcore.model.run import check_text
     from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK, fill_iteratively, fill_mask
-    from vizcore.model.loading import BUILTIN_MODELS, load_model
+    from vizcore.model.loading import load_model
 
     check_text(args.text)
     # The built-ins' mask is [MASK]: say it is missing before spending seconds on loading the model.
@@ -34,8 +35,6 @@ def _fill_mask(args: argparse.Namespace) -> dict:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from vizcore.mlm.weights import MLM_MODEL  # importing it registers the built-in, so `models` lists it
-
     parser = subparsers.add_parser(
         "fill-mask", help="predict the [MASK] words of a sentence with a masked-LM (top-k with probabilities)")
     parser.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The capital of France is [MASK]."')

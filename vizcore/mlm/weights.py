@@ -2,10 +2,11 @@
 
 ``tools.mlm_training export`` writes ``vizcore/weights/minilm-mlm.safetensors`` (fp16, only what
 changed: encoder layers, the MLM head, the [MASK] row of the word embeddings) and
-``minilm-mlm.json`` (metrics, corpus, learning curve). Importing this module registers the built-in
-model ``minilm-mlm-tuned``; loading it reads the embedded encoder and applies those tensors, so the
-weights in the repo stay a few MB. ``VIZCORE_MLM_WEIGHTS`` points to another weights file (the
-metrics file is looked for beside it, same stem, ``.json``).
+``minilm-mlm.json`` (metrics, corpus, learning curve). The built-in model ``minilm-mlm-tuned`` is
+listed in ``vizcore.model.catalog`` and names ``checked_source`` and ``apply_trained_weights`` here:
+loading it reads the embedded encoder and applies those tensors, so the weights in the repo stay a
+few MB. ``VIZCORE_MLM_WEIGHTS`` points to another weights file (the metrics file is looked for
+beside it, same stem, ``.json``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ import torch
 from transformers import PreTrainedModel
 
 from vizcore.errors import VizError
-from vizcore.model.loading import BuiltinModel, embedded_minilm_path, register_builtin
+from vizcore.model.catalog import MLM_LABEL, MLM_MODEL, embedded_minilm_path  # noqa: F401  (MLM_MODEL: re-exported)
 
 MASK_ROW_KEY = "mask_embedding"  # the [MASK] row of the word embeddings, stored beside the changed tensors
 
-MLM_MODEL = "minilm-mlm-tuned"
-MLM_LABEL = "MiniLM, MLM-tuned here"
 ONLINE_ALTERNATIVE = "bert-base-uncased"
 WEIGHTS_ENV = "VIZCORE_MLM_WEIGHTS"
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "minilm-mlm.safetensors"
@@ -47,8 +46,9 @@ def weights_available() -> bool:
     return weights_path().is_file()
 
 
-def _checked_source() -> Path:
-    """The embedded encoder's folder, once the trained tensors are known to exist (fails before loading)."""
+def checked_source() -> Path:
+    """The catalogue's ``folder`` of ``minilm-mlm-tuned``: the embedded encoder's folder, once the
+    trained tensors are known to exist (so a missing file fails before seconds of loading)."""
     if not weights_available():
         raise VizError(
             f"The masked-LM weights '{weights_path()}' are missing: make them with {EXPORT_HINT} "
@@ -85,7 +85,8 @@ def _mask_token_id() -> int:
 
 
 def apply_trained_weights(model: PreTrainedModel, head: str) -> None:
-    """``BuiltinModel.patch``: load the trained tensors into a fresh BertForMaskedLM (or BertModel)."""
+    """The catalogue's ``patch`` of ``minilm-mlm-tuned``: the trained tensors into a fresh
+    BertForMaskedLM (or BertModel)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -127,15 +128,3 @@ def summary_line() -> str:
         text += (f" Measured: {best['heldout_top5']:.2%} top-5 / {best['heldout_top1']:.2%} top-1 on held-out "
                  f"masked tokens after {best['step']:,} steps; {best['probes_right']} of 40 everyday probes.")
     return text
-
-
-register_builtin(
-    BuiltinModel(
-        name=MLM_MODEL,
-        description=f"{MLM_LABEL}: all-MiniLM-L6-v2 with a masked-LM head trained in this repo "
-        f"(python -m tools.mlm_training), offline; online, {ONLINE_ALTERNATIVE} is the original BERT MLM",
-        source=_checked_source,
-        heads=("base", "mlm"),
-        patch=apply_trained_weights,
-    )
-)

@@ -7,8 +7,9 @@ catalogue lives here; ``vizcore.model.loading`` (the loading) re-exports it.
 
 from __future__ import annotations
 
+import importlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -36,35 +37,64 @@ def embedded_minilm_path() -> Path:
 
 @dataclass(frozen=True)
 class BuiltinModel:
-    """A model that ships with the app and loads with no network.
+    """A model that ships with the app and loads with no network, written down as data.
 
-    ``source`` gives the Hugging Face folder to load; ``patch``, when set, edits the freshly loaded
-    model (e.g. applies weights trained in this repo) before it is frozen for use.
+    ``folder`` and ``patch`` name functions as ``"package.module:function"``, imported only when the
+    model is loaded (``source()``, ``patcher()``): the catalogue knows every built-in without
+    importing its module, torch or transformers. ``folder`` names the function that returns the
+    Hugging Face folder to load; ``patch``, when set, the one that edits the freshly loaded model,
+    ``(model, head) -> None`` (e.g. applies weights trained in this repo), before it is frozen for use.
     """
 
     name: str
+    label: str
     description: str
-    source: Callable[[], Path]
+    folder: str
     kind: str = "encoder"
     heads: tuple[str, ...] = ("base",)
-    patch: Callable[[PreTrainedModel, str], None] | None = field(default=None, compare=False)
+    patch: str | None = None
+
+    def source(self) -> Path:
+        """The Hugging Face folder the model loads from (imports ``folder``'s module)."""
+        return Path(resolve(self.folder)())
+
+    def patcher(self) -> Callable[[PreTrainedModel, str], None] | None:
+        """The function that edits the freshly loaded model, or None (imports ``patch``'s module)."""
+        return None if self.patch is None else resolve(self.patch)
 
 
-BUILTIN_MODELS: dict[str, BuiltinModel] = {}
+def resolve(reference: str) -> Callable:
+    """``"package.module:function"`` -> that function, importing its module now."""
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
 
 
-def register_builtin(model: BuiltinModel) -> None:
-    BUILTIN_MODELS[model.name] = model
+MLM_MODEL = "minilm-mlm-tuned"
+MLM_LABEL = "MiniLM, MLM-tuned here"
 
-
-register_builtin(
-    BuiltinModel(
-        name=DEFAULT_MODEL,
-        description="all-MiniLM-L6-v2: a real pretrained BERT-architecture encoder "
-        "(6 layers x 12 heads, hidden 384, bert-base-uncased vocabulary), embedded, offline",
-        source=embedded_minilm_path,
+# Every built-in, in the order the model lists show them. A model added here is listed, loaded and
+# exported (python -m vizcore export-model) with no other registration.
+BUILTIN_MODELS: dict[str, BuiltinModel] = {
+    model.name: model
+    for model in (
+        BuiltinModel(
+            name=DEFAULT_MODEL,
+            label="MiniLM, embedded",
+            description="all-MiniLM-L6-v2: a real pretrained BERT-architecture encoder "
+            "(6 layers x 12 heads, hidden 384, bert-base-uncased vocabulary), embedded, offline",
+            folder="vizcore.model.catalog:embedded_minilm_path",
+        ),
+        BuiltinModel(
+            name=MLM_MODEL,
+            label=MLM_LABEL,
+            description=f"{MLM_LABEL}: all-MiniLM-L6-v2 with a masked-LM head trained in this repo "
+            "(python -m tools.mlm_training), offline; online, bert-base-uncased is the original BERT MLM",
+            folder="vizcore.mlm.weights:checked_source",
+            heads=("base", "mlm"),
+            patch="vizcore.mlm.weights:apply_trained_weights",
+        ),
     )
-)
+}
 
 
 def accelerator_possible() -> bool:
@@ -104,7 +134,8 @@ def runs_on_cpu(device: str) -> bool:
 def available_models() -> list[dict]:
     """Built-in models (offline) first, then suggested hub ids (need the hub or a local cache)."""
     rows = [
-        {"name": m.name, "description": m.description, "offline": True, "kind": m.kind, "heads": list(m.heads)}
+        {"name": m.name, "label": m.label, "description": m.description, "offline": True, "kind": m.kind,
+         "heads": list(m.heads)}
         for m in BUILTIN_MODELS.values()
     ]
     rows += [

@@ -1,4 +1,4 @@
-"""``python -m vizcore models`` and ``python -m vizcore prepare`` (JSON on stdout)."""
+"""``python -m vizcore models``, ``prepare`` and ``export-model NAME --out DIR`` (JSON on stdout)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ def _prepare(args: argparse.Namespace) -> dict:
     return prepare()
 
 
+def _export_model(args: argparse.Namespace) -> dict:
+    from vizcore.model.export import export_model
+
+    return export_model(args.name, args.out, force=args.force)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("models", help="list the built-in and suggested models")
     add_format_option(parser)
@@ -29,3 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(run by `make run` after installing; the server refreshes the cache at every start)")
     add_format_option(parser)
     parser.set_defaults(handler=_prepare)
+
+    parser = subparsers.add_parser(
+        "export-model", help="write a built-in model as a standard Hugging Face folder (config.json, "
+        "model.safetensors, tokenizer) that plain transformers loads with AutoModel*.from_pretrained")
+    parser.add_argument("name", help="a built-in model (see `models`), e.g. minilm-mlm-tuned")
+    parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
+    parser.add_argument("--force", action="store_true", help="write into a non-empty folder, replacing "
+                        "files of the same names")
+    add_format_option(parser)
+    parser.set_defaults(handler=_export_model)

@@ -37,7 +37,6 @@ from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue i
     available_devices,
     available_models,
     embedded_minilm_path,
-    register_builtin,
 )
 from vizcore.errors import VizError
 
@@ -132,8 +131,9 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "bas
     source, builtin = resolve_source(name)
     config = _load_config(name, source)
     model = _load_weights(name, source, config, head, builtin)
-    if builtin is not None and builtin.patch is not None:
-        builtin.patch(model, head)
+    patch = builtin.patcher() if builtin is not None else None
+    if patch is not None:
+        patch(model, head)
     model.to(torch_device).eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)

@@ -1,0 +1,51 @@
+"""Defect 2 of issue 15: a direct link to the Attention Explorer with ``?model=minilm-mlm-tuned``.
+
+Run in a fresh interpreter: in this one, another test may already have imported
+``vizcore.mlm.weights``, which is what used to make the built-in known (and hid the defect).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tests.app.conftest import APP, decode_plotly
+from ui.state import DEFAULT_TEXT
+from vizcore.attention.extract import extract_attention
+from vizcore.model.catalog import DEFAULT_MODEL, MLM_MODEL
+from vizcore.model.loading import load_model
+
+ROOT = Path(APP).parent
+OPEN_LINK = f"""
+import json, sys
+from streamlit.testing.v1 import AppTest
+assert not any(m.startswith("vizcore.mlm") for m in sys.modules)
+at = AppTest.from_file({APP!r}, default_timeout=600)
+for name, value in {{"model": {MLM_MODEL!r}, "layer": "2", "head": "3"}}.items():
+    at.query_params[name] = value
+at.run().switch_page("pages/attention.py").run()
+charts = at.get("plotly_chart")
+print(json.dumps({{"exceptions": [e.value for e in at.exception], "errors": [e.value for e in at.error],
+                  "url_model": at.query_params.get("model"),
+                  "trace": json.loads(charts[0].proto.spec)["data"][0] if charts else None}}))
+"""
+
+
+def test_a_fresh_server_opens_the_explorer_on_the_masked_lm_builtin():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", OPEN_LINK], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    shown = json.loads(out.stdout.strip().splitlines()[-1])
+    assert shown["exceptions"] == [] and shown["errors"] == []
+    assert shown["url_model"] in (MLM_MODEL, [MLM_MODEL]) and shown["trace"] is not None
+    z = decode_plotly(shown["trace"]["z"])
+    tuned = extract_attention(load_model(MLM_MODEL, device="cpu"), DEFAULT_TEXT).attention[1, 2]
+    np.testing.assert_allclose(z, tuned, atol=1e-6)
+    embedded = extract_attention(load_model(DEFAULT_MODEL, device="cpu"), DEFAULT_TEXT).attention[1, 2]
+    assert not np.allclose(z, embedded, atol=1e-3)

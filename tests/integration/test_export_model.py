@@ -1,0 +1,163 @@
+"""``python -m vizcore export-model``: the built-ins as standard Hugging Face folders, checked against the
+app by plain transformers in a clean process (no vizcore importable, another working directory, offline).
+
+Bit for bit with eager attention, the app's (it needs the attention weights). transformers' default,
+SDPA, runs the same weights through a fused kernel that sums in another order: its logits differ by
+float rounding (about 6e-6 here, on logits of size ~10), so there the check is a tolerance of 1e-4 and
+the same top-5 words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from vizcore.mlm.fill_mask import fill_mask
+from vizcore.model.catalog import DEFAULT_MODEL, MLM_MODEL
+from vizcore.model.loading import load_model
+from vizcore.model.run import Capture, run
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = "The capital of France is [MASK]."
+CASES = [
+    (PROBE, None),
+    ("The cat sat on the [MASK] and fell asleep.", None),
+    ("Zoë’s café in 東京 serves crème brûlée 🍮 — «très [MASK]»!", None),
+    ("The cat sat on the mat.", "The dog lay on the [MASK]."),
+]
+PLAIN = """
+import importlib.util, json, sys
+import numpy as np, torch
+from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+assert importlib.util.find_spec("vizcore") is None, "vizcore is importable"
+mlm_dir, base_dir, out = sys.argv[1:4]
+cases, threads = json.loads(sys.argv[4]), int(sys.argv[5])
+torch.set_num_threads(threads)  # the app's thread count: a matmul's summation order may depend on it
+arrays, top5 = {}, {}
+loads = {
+    "mlm-eager": (AutoModelForMaskedLM, mlm_dir, "eager"),
+    "mlm-default": (AutoModelForMaskedLM, mlm_dir, None),
+    "mlm-as-base": (AutoModel, mlm_dir, "eager"),
+    "base-eager": (AutoModel, base_dir, "eager"),
+    "base-default": (AutoModel, base_dir, None),
+}
+for key, (auto, folder, attention) in loads.items():
+    model = auto.from_pretrained(folder, **({"attn_implementation": attention} if attention else {})).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    for i, (text, pair) in enumerate(cases):
+        inputs = tokenizer(text, pair, return_tensors="pt")
+        with torch.no_grad():
+            output = model(**inputs, output_hidden_states=True, output_attentions=attention == "eager")
+        arrays[f"{key}/{i}/ids"] = inputs["input_ids"][0].numpy()
+        arrays[f"{key}/{i}/hidden"] = torch.stack([h[0] for h in output.hidden_states]).numpy()
+        if attention == "eager":
+            arrays[f"{key}/{i}/attention"] = torch.stack([a[0] for a in output.attentions]).numpy()
+        if hasattr(output, "logits"):
+            arrays[f"{key}/{i}/logits"] = output.logits[0].numpy()
+            if i == 0:
+                mask = int((inputs["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
+                probs = torch.softmax(output.logits[0, mask], dim=-1)
+                best = probs.topk(5)
+                top5[key] = {"tokens": tokenizer.convert_ids_to_tokens(best.indices.tolist()),
+                             "scores": best.values.tolist(), "architecture": model.config.architectures}
+np.savez(out, **arrays)
+print(json.dumps({"top5": top5, "transformers": __import__("transformers").__version__}))
+"""
+
+
+def export(name: str, out: Path, *extra: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "vizcore", "export-model", name, "--out", str(out), *extra],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    root = tmp_path_factory.mktemp("exported")
+    return {name: export(name, root / name) for name in (MLM_MODEL, DEFAULT_MODEL)}
+
+
+@pytest.fixture(scope="module")
+def plain(exported, tmp_path_factory):
+    """What plain transformers computes from the two folders, in a process that cannot import vizcore."""
+    work = tmp_path_factory.mktemp("plain-cwd")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "HF_HUB_OFFLINE": "1",
+           **{k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}}
+    argv = [exported[MLM_MODEL]["path"], exported[DEFAULT_MODEL]["path"], str(work / "out.npz"),
+            json.dumps(CASES), str(torch.get_num_threads())]
+    done = subprocess.run([sys.executable, "-c", PLAIN, *argv], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(work / "out.npz") as arrays:
+        return dict(arrays), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def app_runs():
+    """The app's record of each case: the MLM-tuned model with its head and bare, and the embedded encoder."""
+    capture = Capture(hidden=True, logits=True)
+    models = {"mlm": load_model(MLM_MODEL, device="cpu", head="mlm"),
+              "mlm-as-base": load_model(MLM_MODEL, device="cpu"), "base": load_model(DEFAULT_MODEL, device="cpu")}
+    return {key: [run(loaded, text, pair, capture) for text, pair in CASES] for key, loaded in models.items()}
+
+
+def test_the_report_names_the_class_files_and_weights_hash(exported):
+    for name, architecture, auto in ((MLM_MODEL, "BertForMaskedLM", "AutoModelForMaskedLM"),
+                                     (DEFAULT_MODEL, "BertModel", "AutoModel")):
+        report = exported[name]
+        folder = Path(report["path"])
+        assert (report["model"], report["architecture"], report["auto_class"], report["dtype"]) == (
+            name, architecture, auto, "float32")
+        assert report["files"] == {p.name: p.stat().st_size for p in folder.iterdir()}
+        assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= set(report["files"])
+        assert report["weights_sha256"] == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+        config = json.loads((folder / "config.json").read_text())
+        assert config["architectures"] == [architecture] and config["dtype"] == "float32"
+        assert not any("attn_implementation" in key for key in config)  # the loader chooses, not the folder
+        assert report["files"]["model.safetensors"] > 4 * 22_000_000  # fp32, ~22.7 M parameters
+
+
+@pytest.mark.parametrize(("plain_key", "app_key"), [("mlm-eager", "mlm"), ("mlm-as-base", "mlm-as-base"),
+                                                    ("base-eager", "base")])
+def test_plain_transformers_with_eager_attention_reproduces_the_app_bit_for_bit(plain, app_runs, plain_key, app_key):
+    arrays, _ = plain
+    for i, record in enumerate(app_runs[app_key]):
+        assert arrays[f"{plain_key}/{i}/ids"].tolist() == record.input_ids.tolist()
+        assert np.array_equal(arrays[f"{plain_key}/{i}/hidden"], record.hidden_states)
+        assert np.array_equal(arrays[f"{plain_key}/{i}/attention"], record.attention)
+        if app_key == "mlm":
+            assert np.array_equal(arrays[f"{plain_key}/{i}/logits"], record.logits)
+
+
+def test_the_default_sdpa_attention_differs_only_by_rounding(plain, app_runs):
+    arrays, _ = plain
+    for i, (tuned, base) in enumerate(zip(app_runs["mlm"], app_runs["base"])):
+        np.testing.assert_allclose(arrays[f"mlm-default/{i}/logits"], tuned.logits, atol=1e-4, rtol=0)
+        np.testing.assert_allclose(arrays[f"base-default/{i}/hidden"], base.hidden_states, atol=1e-4, rtol=0)
+
+
+def test_the_france_probe_gives_the_apps_top5_with_paris(plain):
+    _, report = plain
+    app = fill_mask(load_model(MLM_MODEL, device="cpu", head="mlm"), PROBE).masks[0].predictions
+    assert "paris" in [p.token for p in app]
+    for key in ("mlm-eager", "mlm-default"):
+        assert report["top5"][key]["architecture"] == ["BertForMaskedLM"]
+        assert report["top5"][key]["tokens"] == [p.token for p in app]
+        np.testing.assert_allclose(report["top5"][key]["scores"], [p.score for p in app], atol=1e-6, rtol=0)
+
+
+def test_force_rewrites_the_same_bytes(exported):
+    report = exported[MLM_MODEL]
+    again = export(MLM_MODEL, Path(report["path"]), "--force")
+    assert again["weights_sha256"] == report["weights_sha256"] and again["files"] == report["files"]

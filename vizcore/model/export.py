@@ -1,0 +1,121 @@
+"""Writing a built-in model as a standard Hugging Face folder that plain ``transformers`` loads.
+
+``export_model(name, out)`` loads the model exactly as the app does (``load_model``: its folder, then
+its catalogue ``patch``, e.g. the MLM-tuned tensors applied to the embedded encoder), with its
+fullest head (the masked-LM head when it has one), and saves the merged fp32 result with
+``save_pretrained``: ``config.json`` (``architectures`` names the class to load: ``BertForMaskedLM``
+for ``AutoModelForMaskedLM``, ``BertModel`` for ``AutoModel``; no attention implementation is
+pinned), ``model.safetensors`` and the tokenizer files. Before the files are moved into ``out`` the
+folder is loaded back with plain ``transformers`` and must give bit-identical outputs on a probe
+sentence with eager attention (the app's: it needs the attention weights). The default SDPA kernel
+sums in another order and differs by float rounding (about 1e-5 on the logits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from transformers import AutoModel, AutoModelForMaskedLM, PreTrainedModel
+
+from vizcore.errors import VizError
+from vizcore.model.catalog import BUILTIN_MODELS
+from vizcore.model.loading import LoadedModel, load_model
+
+CHECK_TEXT = "The capital of France is [MASK]."
+
+
+def export_model(name: str, out: str | Path, force: bool = False) -> dict:
+    """Write built-in ``name`` to folder ``out``; return what was written (JSON-serialisable).
+
+    Raises VizError, before any loading, for an unknown name, an ``out`` that is a file or a
+    non-empty folder (unless ``force``: then files of the same names are replaced), or that cannot
+    be written.
+    """
+    builtin = BUILTIN_MODELS.get((name or "").strip())
+    if builtin is None:
+        raise VizError(f"Unknown built-in model '{name}': choose one of {', '.join(BUILTIN_MODELS)}.")
+    out = Path(out).expanduser().resolve()
+    created = _prepare_folder(out, force)
+    head = "mlm" if "mlm" in builtin.heads else "base"
+    staging = None
+    try:
+        loaded = load_model(builtin.name, device="cpu", head=head)
+        staging = Path(tempfile.mkdtemp(prefix=".export-", dir=out))
+        _save(loaded, staging)
+        _check_reload(loaded, staging, head)
+        files = _move_into(staging, out)
+    except OSError as error:
+        raise VizError(f"Could not write the model to '{out}': {error.strerror or error}.") from error
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if created and not any(out.iterdir()):
+            out.rmdir()
+    return {
+        "model": builtin.name,
+        "path": str(out),
+        "architecture": type(loaded.model).__name__,
+        "auto_class": "AutoModelForMaskedLM" if head == "mlm" else "AutoModel",
+        "dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
+        "files": {f: (out / f).stat().st_size for f in files},
+        "weights_sha256": weights_sha256(out),
+    }
+
+
+def _prepare_folder(out: Path, force: bool) -> bool:
+    """Check ``out`` can take the export and create it; True when it was created here."""
+    if out.exists() and not out.is_dir():
+        raise VizError(f"'{out}' is a file: give --out a folder (new or empty).")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise VizError(f"'{out}' is not empty: give a new or empty folder, or --force to replace its model files.")
+    existed = out.is_dir()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as error:
+        raise VizError(f"Cannot write to '{out}': {error.strerror or error}.") from error
+    return not existed
+
+
+def _save(loaded: LoadedModel, folder: Path) -> None:
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+
+
+def _check_reload(loaded: LoadedModel, folder: Path, head: str) -> None:
+    """The folder, loaded back by plain transformers, must give what the app's model gives, bit for bit."""
+    auto = AutoModelForMaskedLM if head == "mlm" else AutoModel
+    reloaded = auto.from_pretrained(folder, attn_implementation="eager").eval()
+    inputs = loaded.tokenizer(CHECK_TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ours, theirs = _first_output(loaded.model, inputs), _first_output(reloaded, inputs)
+    if not torch.equal(ours, theirs):
+        difference = (ours - theirs).abs().max().item()
+        raise VizError(f"The exported folder does not reproduce '{loaded.name}' (max difference {difference:.3g}); "
+                       "nothing was written.")
+
+
+def _first_output(model: PreTrainedModel, inputs) -> torch.Tensor:  # logits, or the last hidden state
+    return model(**inputs)[0]
+
+
+def _move_into(staging: Path, out: Path) -> list[str]:
+    """Copy, not rename: new files get the user's usual permissions (transformers writes some 0600)."""
+    names = sorted(p.name for p in staging.iterdir() if p.is_file())
+    for name in names:
+        shutil.copyfile(staging / name, out / name)
+    return names
+
+
+def weights_sha256(folder: Path) -> str:
+    """sha256 of the weights: of ``model.safetensors`` (of all ``*.safetensors`` in name order if sharded)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.safetensors")):
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
