@@ -116,20 +116,37 @@ def external_requests(urls: list[str]) -> list[str]:
     return leaving
 
 
+# Busy: a script run not finished (the data-test-script-state Streamlit's own e2e tests read),
+# Streamlit's running/connecting indicator, or an element still drawn as a grey placeholder
+# (stSkeleton: React's Suspense fallback while the browser fetches and runs the element's lazily
+# loaded component, e.g. plotly.js, 4.7 MB, for the first chart a browser shows).
+_BUSY_AND_SIZE = """() => {
+    const app = document.querySelector('[data-testid=stApp]');
+    const state = app ? app.getAttribute('data-test-script-state') : 'initial';
+    const busy = !['notRunning', 'compilationError'].includes(state)
+        || document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]') !== null;
+    return [busy, document.body.innerHTML.length];
+}"""
+
+
 def wait_until_idle(page, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
-    """Wait until Streamlit shows no 'running' indicator and the page DOM stops changing for a while."""
+    """Wait until the app has finished its run, the browser has drawn every element of it, and the
+    page DOM has not changed for ``quiet_ms``.
+
+    Run state and DOM stillness alone are not enough: with ten fresh browsers on two cores the chart
+    component arrived 40-60 s after the run ended, and the page sat unchanged on a grey placeholder.
+    """
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
     deadline = time.monotonic() + timeout_s
     last, stable_since = None, time.monotonic()
     while time.monotonic() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        size = page.evaluate("document.body.innerHTML.length")
-        if running or size != last:
+        busy, size = page.evaluate(_BUSY_AND_SIZE)
+        if busy or size != last:
             last, stable_since = size, time.monotonic()
         elif (time.monotonic() - stable_since) * 1000 >= quiet_ms:
             return
         time.sleep(0.2)
-    raise TimeoutError("the app kept running or changing")
+    raise TimeoutError("the app kept running or changing, or an element never finished loading")
 
 
 def screenshot(page, name: str) -> Path:

@@ -1,0 +1,43 @@
+"""Ten browsers open the Attention Explorer at once on a fresh ``make run`` server (issue 15, defect 3).
+
+Each one must end with the heatmap drawn: when ``wait_until_idle`` says a page is done, the chart is
+there, not the grey placeholder Streamlit shows while the browser still fetches and runs the chart
+component (plotly.js, 4.7 MB; with ten fresh browsers on two cores that took 40-60 s after the
+server had finished the run).
+"""
+
+from __future__ import annotations
+
+import time
+
+from tests.e2e.conftest import screenshot, streamlit_server, wait_until_idle
+
+BROWSERS = 10
+ALL_DONE_S = 600  # ten fresh browsers and a cold model on 2 shared cores
+
+
+def test_ten_browsers_opening_attention_at_once_each_end_with_the_heatmap(browser):
+    with streamlit_server(["ui.launch"], "concurrent-sessions.log") as url:
+        contexts = [browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(BROWSERS)]
+        try:
+            pages = [context.new_page() for context in contexts]
+            for page in pages:
+                page.goto(f"{url}/attention?layer=2&head=3", wait_until="commit")
+            deadline = time.monotonic() + ALL_DONE_S
+            for number, page in enumerate(pages):
+                wait_until_idle(page, timeout_s=max(deadline - time.monotonic(), 1))
+                state = page.evaluate("""() => ({
+                    drawn: document.querySelectorAll('.js-plotly-plot .heatmaplayer').length,
+                    title: document.querySelector('.js-plotly-plot .gtitle')?.textContent ?? '',
+                    waiting: document.querySelectorAll('[data-testid=stSkeleton]').length,
+                    errors: [...document.querySelectorAll('[data-testid=stException], [data-testid=stAlert]')]
+                        .map(e => e.innerText),
+                })""")
+                if not state["drawn"]:
+                    screenshot(page, f"concurrent-attention-{number}-not-drawn")
+                assert (state["drawn"], state["waiting"], state["errors"]) == (1, 0, []), f"browser {number}: {state}"
+                assert "layer 2, head 3" in state["title"], f"browser {number}: {state}"
+            screenshot(pages[-1], "concurrent-attention")
+        finally:
+            for context in contexts:
+                context.close()
