@@ -14,11 +14,10 @@ from ui.feedback import or_stop
 
 from ui.state import Selection
 from vizcore.attention.aggregate import attention_rollout, head_mean
-from vizcore.attention.extract import extract_attention
 from vizcore.model.record import Run
 from vizcore.attention.figures import downsample
 from vizcore.attention.head_stats import head_statistics
-from ui.state import get_model
+from ui.state import get_run
 
 KEY_LAYER = "attention.layer"
 KEY_HEAD = "attention.head"
@@ -40,23 +39,16 @@ VIEWS = {
 
 
 def attention_for(model: str, device: str, text: str, pair: str | None) -> Run:
-    """Attention of any model/sentence through the same cache; VizError for the caller to show."""
-    return _attention_resource(model, device, text, pair)
+    """Attention of any model/sentence through the server's one cache of runs; VizError for the caller."""
+    return get_run(model, device, text, pair)
 
 
 def result_key(sel: Selection) -> tuple[str, str, str, str | None]:
     return sel.model, sel.device, sel.text, sel.pair
 
 
-@st.cache_resource(show_spinner="Computing attention…", max_entries=4)
-def _attention_resource(model: str, device: str, text: str, pair: str | None) -> Run:
-    # cache_resource, not cache_data: at n = 512 on 12 x 12 heads the weights are 150 MB, and
-    # cache_data would unpickle a fresh copy on every rerun. The result is read-only.
-    return extract_attention(get_model(model, device), text, pair)
-
-
 def attention_or_stop(sel: Selection) -> Run:
-    return or_stop(_attention_resource, *result_key(sel))
+    return or_stop(get_run, *result_key(sel))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -11,6 +11,7 @@ import numpy as np
 import streamlit as st
 
 from ui.feedback import or_none, or_stop  # noqa: F401  (pages import them from here too)
+from ui import state
 from ui.state import get_model
 from vizcore.inside.demos import (
     PaddingDemo,
@@ -24,7 +25,7 @@ from vizcore.inside.demos import (
 from vizcore.plot import matrix_heatmap
 from vizcore.positional.encoding import LearnedPositions, learned_positions, sinusoidal_encoding
 from vizcore.model.record import Run
-from vizcore.inside.steps import EmbeddingParts, LayerSteps, embedding_parts, layer_steps, run_model
+from vizcore.inside.steps import EmbeddingParts, LayerSteps, architecture, embedding_parts, layer_steps
 
 
 
@@ -38,9 +39,10 @@ def get_learned(name: str, device: str, positions: int) -> LearnedPositions:
     return learned_positions(get_model(name, device), positions)
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=8)
 def get_run(name: str, device: str, text: str, pair: str | None) -> Run:
-    return run_model(get_model(name, device), text, pair)
+    """The run with hidden states, from the server's one cache of runs (after the architecture check)."""
+    architecture(get_model(name, device))
+    return state.get_run(name, device, text, pair, hidden=True)
 
 
 @st.cache_data(show_spinner="Recomputing the layer…", max_entries=16)

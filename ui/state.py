@@ -56,24 +56,46 @@ class Selection:
     pair: str | None
 
 
-@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
 def get_model(name: str, device: str = "auto", head: str = "base") -> LoadedModel:
     """One loaded model per (name, device, head) for the whole server. Read-only: never train it."""
+    return _load_model(name, device, head)
+
+
+@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
+def _load_model(name: str, device: str, head: str) -> LoadedModel:
+    # Always called with all three arguments: Streamlit keys a cache on the arguments as passed, so
+    # get_model(n, d) and get_model(n, d, "base") would otherwise load the same model twice.
     import_model_stack()
     from vizcore.model.loading import load_model
 
     return load_model(name, device=device, head=head)
 
 
-@st.cache_data(show_spinner="Computing attention…", max_entries=16)
-def get_attention(name: str, device: str, text: str, pair: str | None) -> Run:
-    cached = startup_cache.load(name, device, text, pair)  # the opening sentences, while torch still loads
-    if cached is not None:
-        return cached
-    import_model_stack()
-    from vizcore.attention.extract import extract_attention
+def get_run(name: str, device: str, text: str, pair: str | None, hidden: bool = False) -> Run:
+    """The one server-wide cache of runs (``vizcore.model.run``): every page's run of a sentence.
 
-    return extract_attention(get_model(name, device), text, pair)
+    ``hidden`` also keeps the hidden states (step by step); without it, the opening sentences can
+    come from the disk cache while torch still loads.
+    """
+    if not hidden:
+        cached = startup_cache.load(name, device, text, pair)
+        if cached is not None:
+            return cached
+    return _run(name, device, text, pair, hidden)
+
+
+@st.cache_resource(show_spinner="Running the model…", max_entries=8)
+def _run(name: str, device: str, text: str, pair: str | None, hidden: bool) -> Run:
+    # cache_resource, not cache_data: at n = 512 on 12 x 12 heads the weights are 150 MB, and
+    # cache_data would unpickle a fresh copy on every rerun. A Run is frozen; pages only read it.
+    import_model_stack()
+    from vizcore.model.run import Capture, run
+
+    return run(get_model(name, device), text, pair, capture=Capture(hidden=hidden))
+
+
+def get_attention(name: str, device: str, text: str, pair: str | None) -> Run:
+    return get_run(name, device, text, pair)
 
 
 def init_from_query_params() -> None:
