@@ -26,6 +26,7 @@ from vizcore.errors import VizError
 from vizcore.model import arch as archs
 from vizcore.model.contract import check_attention
 from vizcore.model.loading import LoadedModel, install_output_hooks, load_model
+from vizcore.model import run as run_module
 from vizcore.model.run import Capture, HeadAblation, Patch, hooks, run
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -169,8 +170,16 @@ def test_the_shared_model_is_unchanged_after_every_kind_of_intervention_even_one
                  patch=[Patch(1, (1, 2), np.zeros((2, 32), dtype=np.float32))])
     assert record.queries is not None
     assert fingerprint(loaded.model) == before
-    with pytest.raises(RuntimeError):  # a replacement of the wrong size fails inside the forward pass
-        run(loaded, TEXT, ablate=[HeadAblation(0, 0, np.ones(5, dtype=np.float32))])
+    def failing_patch(self, patch):  # a hook that fails inside the forward pass, after the others are in place
+        def hook(module, inputs, output):
+            raise RuntimeError("failed midway")
+        return hook
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run_module._Recorder, "_patch_hook", failing_patch)
+        with pytest.raises(RuntimeError, match="failed midway"):
+            run(loaded, TEXT, capture=Capture(qkv=True, head_outputs=True), ablate=[HeadAblation(1, 0)],
+                patch=[Patch(2, (1,), np.zeros((1, 32), dtype=np.float32))])
     assert fingerprint(loaded.model) == before
     with pytest.raises(ZeroDivisionError):  # the body of the context manager raises midway
         with hooks(loaded.model, [(loaded.model.base_model, "post", lambda *a: None)]):
@@ -184,6 +193,12 @@ def test_heads_and_hidden_states_that_do_not_exist_are_refused_with_their_names(
         run(loaded, TEXT, ablate=[HeadAblation(2, 0)])
     with pytest.raises(VizError, match="Hidden state 5 does not exist"):
         run(loaded, TEXT, patch=[Patch(5, (0,), np.zeros((1, 32)))])
+    with pytest.raises(VizError, match=r"must end in 8 values \(one head's output\), not shape \(5,\)"):
+        run(loaded, TEXT, ablate=[HeadAblation(0, 0, np.ones(5, dtype=np.float32))])
+    with pytest.raises(VizError, match=r"needs values of shape \(2, 32\), not \(1, 32\)"):
+        run(loaded, TEXT, patch=[Patch(1, (0, 1), np.zeros((1, 32)))])
+    with pytest.raises(VizError, match="outside the"):
+        run(loaded, TEXT, patch=[Patch(1, (99,), np.zeros((1, 32)))])
 
 
 def test_the_adapter_finds_every_part_of_each_family(tiny_model_dir):

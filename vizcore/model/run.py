@@ -165,15 +165,34 @@ class _Recorder:
         self.read: dict[str, dict[int, torch.Tensor]] = {"queries": {}, "keys": {}, "values": {}, "head_outputs": {}}
         self._check()
 
+    def _widths(self) -> tuple[int, int]:
+        """(d_head, d): the width of one head's output and of a hidden state, read off W_O."""
+        out = archs.get(self.blocks[0], self.stack.self_attention.out)
+        weight = out.weight  # Linear: (out, in); GPT-2's Conv1D: (in, out)
+        d_in, d_out = (weight.shape[1], weight.shape[0]) if isinstance(out, torch.nn.Linear) else weight.shape
+        return int(d_in) // self.loaded.num_heads, int(d_out)
+
     def _check(self) -> None:
         layers, heads = len(self.blocks), self.loaded.num_heads
+        d_head, d = self._widths()
         for a in self.ablations:
             if not (0 <= a.layer < layers and 0 <= a.head < heads):
                 raise VizError(f"Head {a.layer + 1}.{a.head + 1} does not exist: the model has {layers} layers "
                                f"x {heads} heads (1-based in the app).")
+            if a.replacement is not None and np.shape(a.replacement)[-1:] != (d_head,):
+                raise VizError(f"A replacement for head {a.layer + 1}.{a.head + 1} must end in {d_head} values "
+                               f"(one head's output), not shape {np.shape(a.replacement)}.")
         for p in self.patches:
             if not 0 <= p.layer <= layers:
                 raise VizError(f"Hidden state {p.layer} does not exist: there are {layers + 1} (0 = embeddings).")
+            if np.shape(p.values) != (len(p.positions), d):
+                raise VizError(f"A patch of {len(p.positions)} positions needs values of shape "
+                               f"({len(p.positions)}, {d}), not {np.shape(p.values)}.")
+
+    def check_positions(self, num_tokens: int) -> None:
+        for p in self.patches:
+            if any(not 0 <= i < num_tokens for i in p.positions):
+                raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens of this input.")
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # (1, T, H * d_head) -> (H, T, d_head)
         return x[0].reshape(x.shape[1], self.loaded.num_heads, -1).transpose(0, 1)
@@ -267,6 +286,7 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
     """Run the model once on ``text`` (and ``pair``): the record of what it computed, as asked."""
     recorder = _Recorder(loaded, capture, ablate, patch)
     encoding, full_length = encode(loaded, text, pair)
+    recorder.check_positions(int(encoding["input_ids"].shape[1]))
     output = forward(loaded, model_inputs(loaded, encoding), recorder.specs(), capture.hidden)
     ids = encoding["input_ids"][0]
     logits = getattr(output, "logits", None) if capture.logits else None
