@@ -9,6 +9,7 @@ prints a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -51,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug or a resource limit: still one line, with its kind, for the report
         print(f"error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
         return 1
+    if isinstance(sys.stdout, io.TextIOWrapper):  # JSON is UTF-8 whatever the console's code page (cp1252...)
+        sys.stdout.reconfigure(encoding="utf-8")
     try:
         json.dump(payload, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -11,8 +11,10 @@ tiny random BERT (64 positions), the other pages on the built-in models.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import zipfile
 
 import numpy as np
 import pytest
@@ -408,7 +410,7 @@ def test_hostile_masking_rule_sentence(fill, name):
     reset_fill(fill)
     fill.text_area(key="fill_mask.rule_text").set_value(text).run()
     assert_clean(fill)
-    if name in BLANK or name == "special-tokens-only":
+    if name in BLANK or name in ("special-tokens-only", "600-masks"):  # typed special tokens are never selected
         message(fill, "error", "is empty" if name in BLANK else "no ordinary tokens")
         assert fill.text_area(key="fill_mask.rule_text").value == text
     elif name == "250k-chars":
@@ -547,6 +549,14 @@ def rows(*pairs: tuple[str, str], repeat: int = 1) -> str:
     return "".join(f"{t},{label}\n" for _ in range(repeat) for t, label in pairs)
 
 
+def spreadsheet() -> bytes:
+    """A zip archive, as an .xlsx file is, with compressed (binary) content."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/sharedStrings.xml", "<sst>" + "".join(f"<si>row {i}</si>" for i in range(300)) + "</sst>")
+    return buffer.getvalue()
+
+
 CSVS = {
     "unbalanced-quotes": (b'text,label\n"this never ends,pos\nok,neg\n', "could not be read as CSV"),
     "latin-1": ("text,label\ncafé très bon,pos\nmauvais,neg\n".encode("latin-1"), "is not UTF-8"),
@@ -563,6 +573,9 @@ CSVS = {
     "more-fields-than-header": (b"text,label\nhello, world,pos\nbye,neg\n", "more fields than"),
     "binary-renamed": (bytes(range(256)) * 8, "is not UTF-8"),
     "png-renamed": (b"\x89PNG\r\n\x1a\n" + bytes(300), "is not UTF-8"),
+    "spreadsheet-renamed": (spreadsheet(), "is not UTF-8"),
+    "utf-16-without-bom": (("text,label\n" + rows(("bon", "pos"), ("mauvais", "neg"), repeat=5)).encode("utf-16-le"),
+                           "UTF-16 text without a byte-order mark"),
     "51-labels": (("text,label\n" + "".join(f"t{i},l{i}\n" for i in range(51))).encode(), "the limit is 20"),
     "text-over-5000-chars": (b"text,label\n" + b"a" * 6000 + b",pos\nb,neg\n", "longer than 5,000"),
     "markup-labels": (("text,label\n" + rows(("a", "<script>alert(1)</script>"), ("b", "**bold**"), repeat=5)).encode(),
@@ -594,6 +607,7 @@ def test_hostile_csv_upload(finetune, name):
     else:
         message(finetune, "error", expected)
         assert finetune.button(key="finetune.train").disabled
+        assert finetune.file_uploader(key="finetune.upload").value.name == f"{name}.csv"  # still chosen
     upload(finetune, "good", GOOD_CSV)  # the next file works, whatever the last one was
     assert_clean(finetune)
     assert not finetune.error, values(finetune, "error")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vizcore.finetune import datasets
+from vizcore.finetune.training import datasets
 from vizcore.finetune.datasets import (
     MAX_BYTES,
     MAX_ROWS,
@@ -84,6 +84,27 @@ def test_non_utf8_file_says_how_to_fix_it():
 def test_utf8_with_bom_is_fine():
     frame = read_csv_bytes(b"\xef\xbb\xbf" + csv_bytes([("a", "x"), ("b", "y")]))
     assert list(frame.columns) == ["text", "label"]
+
+
+def test_utf16_with_a_byte_order_mark_is_read_and_without_one_is_named():
+    text = "text,label\ntrès bon,pos\nmauvais,neg\n"
+    frame = read_csv_bytes(text.encode("utf-16"))  # Excel's "Unicode text" and some editors
+    assert frame["text"].tolist() == ["très bon", "mauvais"]
+    with pytest.raises(VizError, match="UTF-16 text without a byte-order mark"):
+        read_csv_bytes(text.encode("utf-16-le"))
+
+
+@pytest.mark.parametrize(("payload", "message"), [
+    (b"text\nhello\nworld\n", r"only one column \('text'\): it needs a text column and a label column"),
+    (b"text;label\nhello;pos\nbye;neg\n", r"only one column \('text;label'\)"),
+    # pandas would silently take the first row's extra fields as an index and shift the columns
+    (b"text,label\nhello, world,pos\nbye,neg\n", "more fields than its header.*double quotes"),
+    (b"text,label\nbye,neg\nhello, world,pos\n", "Expected 2 fields in line 3.*double quotes"),
+    (b"PK\x03\x04\x14\x00\x06\x00text,label\nok,pos\n", "not a text file"),  # a zip read as UTF-8
+])
+def test_column_layout_problems_say_what_is_wrong(payload, message):
+    with pytest.raises(VizError, match=message):
+        read_csv_bytes(payload)
 
 
 def test_size_and_row_limits():

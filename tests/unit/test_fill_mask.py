@@ -152,6 +152,7 @@ def test_text_without_a_mask_is_refused_with_how_to_fix(models):
     ("", 5, "empty"),
     ("x" * 200_001 + "[MASK]", 5, "limit is 200,000"),
     (" ".join(["[MASK]"] * (MAX_MASKS + 1)), 5, f"at most {MAX_MASKS}"),
+    ("[MASK] " * 60, 5, "The text has 60 masks"),  # as typed, not the 38 this 40-token model reads
     ("word " * 60 + "[MASK]", 5, "past the first 40 tokens"),
     ("The [MASK].", 0, "top-k must be between 1 and 100"),
     ("The [MASK].", 101, "top-k must be between 1 and 100"),

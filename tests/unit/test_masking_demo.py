@@ -70,6 +70,7 @@ def test_standard_error_is_the_binomial_one(tokenizer):
 @pytest.mark.parametrize(("text", "draws", "message"), [
     ("", 10, "empty"),
     ("   ", 10, "empty"),
+    ("[CLS] [SEP] [MASK]", 10, "no ordinary tokens"),  # typed special tokens are never selected
     (TEXT, 0, "between 1 and 20,000"),
     (TEXT, 20_001, "between 1 and 20,000"),
 ])

@@ -5,11 +5,13 @@ sentences about food, films, travel, products, weather, service and work, half `
 ``positive``, with a fixed held-out split (column ``split``: 348 ``train``, 88 ``test``, balanced).
 
 A CSV is checked at the boundary and every problem a user can cause is a VizError that says how to
-fix it: too big, not UTF-8, not parseable, missing columns, empty rows, one class only.
+fix it: too big, not UTF-8 (UTF-16 with a byte-order mark is read), binary, not parseable, one column
+only, rows with more fields than the header, missing columns, empty rows, one class only.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ MAX_ROWS = 20_000
 MAX_CLASSES = 20
 MAX_TEXT_CHARS = 5_000  # one example; longer texts are refused (the model reads at most max_length tokens)
 SPLIT_COLUMN = "split"
+_QUOTE_HINT = "put texts that contain commas in double quotes"
 
 
 @dataclass(frozen=True)
@@ -60,22 +63,45 @@ def read_csv_bytes(data: bytes, name: str = "upload.csv") -> pd.DataFrame:
     if len(data) > MAX_BYTES:
         raise VizError(f"'{name}' is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB. "
                        "Use fewer or shorter rows.")
-    if not data.strip():
-        raise VizError(f"'{name}' is empty: it needs a header row and at least two labelled rows.")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise VizError(f"'{name}' is not UTF-8 text (byte {error.start} is invalid). "
-                       "Save it as 'CSV UTF-8' and upload it again.") from error
+    text = _decode(data, name)
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise VizError(f"'{name}' could not be read as CSV: {first}") from error
+        hint = f" ({_QUOTE_HINT})" if "Expected" in first else ""
+        raise VizError(f"'{name}' could not be read as CSV: {first}{hint}") from error
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas took the extra leading fields as an index
+        raise VizError(f"'{name}' has rows with more fields than its header ({len(frame.columns)} columns): "
+                       f"{_QUOTE_HINT}.")
+    if len(frame.columns) < 2:
+        raise VizError(f"'{name}' has only one column ('{str(frame.columns[0])[:80]}'): it needs a text column "
+                       "and a label column, separated by commas.")
     if len(frame) > MAX_ROWS:
         raise VizError(f"'{name}' has {len(frame):,} rows; the limit is {MAX_ROWS:,}. Use a sample.")
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
+
+
+def _decode(data: bytes, name: str) -> str:
+    """The file's text: UTF-8 (with or without a BOM), or UTF-16 when a byte-order mark says so (Excel's
+    "Unicode text", some editors)."""
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    # Latin text in UTF-16 has a NUL in every other byte; a renamed spreadsheet or other binary does not.
+    head = data[:64]
+    if not utf16 and len(head) >= 8 and (not any(head[0::2]) or not any(head[1::2])):
+        raise VizError(f"'{name}' looks like UTF-16 text without a byte-order mark. Save it as 'CSV UTF-8' "
+                       "and upload it again.")
+    try:
+        text = data.decode("utf-16" if utf16 else "utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise VizError(f"'{name}' is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start} is invalid). "
+                       "Save it as 'CSV UTF-8' and upload it again.") from error
+    if not text.strip():
+        raise VizError(f"'{name}' is empty: it needs a header row and at least two labelled rows.")
+    if "\x00" in text.partition("\n")[0]:
+        raise VizError(f"'{name}' is not a text file (a spreadsheet or other binary file?). "
+                       "Save it as 'CSV UTF-8' and upload it again.")
+    return text
 
 
 def read_csv_file(path: str | Path) -> pd.DataFrame:

@@ -119,8 +119,11 @@ def prepare_text(loaded: LoadedModel, text: str) -> str:
     check_text(text)
     mask = mask_token_of(loaded)
     prepared = TYPED_MASK.sub(lambda _: mask, text)
-    if mask not in prepared:
+    count = prepared.count(mask)  # as typed: the model may read only some of them
+    if count == 0:
         raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
+    if count > MAX_MASKS:
+        raise VizError(f"The text has {count:,} masks; at most {MAX_MASKS} are predicted at once. Remove some.")
     return prepared
 
 
@@ -132,8 +135,6 @@ def preprocess(loaded: LoadedModel, text: str) -> tuple[BatchEncoding, list[int]
     if not masks:
         raise VizError(f"Every mask lies past the first {loaded.max_length} tokens, which is all this model "
                        "reads: shorten the text or move the mask forward.")
-    if len(masks) > MAX_MASKS:
-        raise VizError(f"The text has {len(masks)} masks; at most {MAX_MASKS} are predicted at once. Remove some.")
     return encoding, masks, full_length
 
 

@@ -68,7 +68,9 @@ def _encode(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[torch.Tensor
         raise VizError("This tokenizer has no mask token, so BERT's masking rule cannot be shown with it.")
     encoding = tokenizer(text, truncation=True, max_length=min(MAX_TOKENS, tokenizer.model_max_length),
                          return_special_tokens_mask=True, return_tensors="pt", verbose=False)
-    special = encoding["special_tokens_mask"].bool()
+    # Typed special tokens ("[CLS]", "[MASK]") count as special too, as in Hugging Face's MLM collator.
+    special = encoding["special_tokens_mask"].bool() | torch.isin(
+        encoding["input_ids"], torch.tensor(tokenizer.all_special_ids))
     if bool(special.all()):
         raise VizError("The text produced no ordinary tokens: type some words.")
     return encoding["input_ids"], special
