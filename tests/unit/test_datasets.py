@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vizcore.finetune.training import datasets
+from vizcore.finetune import datasets
 from vizcore.finetune.datasets import (
     MAX_BYTES,
     MAX_ROWS,
