@@ -98,6 +98,12 @@ def get_attention(name: str, device: str, text: str, pair: str | None) -> Run:
     return get_run(name, device, text, pair)
 
 
+def clear_caches() -> None:
+    """Forget every loaded model and run, as a server restart would (tests change files under them)."""
+    _load_model.clear()
+    _run.clear()
+
+
 def init_from_query_params() -> None:
     """A shared link (``?text=...&pair=...&model=...``) sets the sidebar once, on the first run."""
     if "shared.initialised" in st.session_state:

@@ -15,7 +15,7 @@ from transformers import pipeline
 from tests.app.conftest import decode_plotly
 from tests.unit.tiny_mlm import build_tiny_mlm, make_mlm_weights
 from ui.fill_mask_state import DEFAULT_TEXT, OTHER_MODEL
-from ui.state import get_model
+from ui.state import clear_caches, get_model
 from vizcore.mlm.fill_mask import fill_mask
 from vizcore.mlm.weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
 
@@ -207,9 +207,9 @@ def test_an_encoder_without_mlm_head_is_refused_and_the_sentence_kept(app):
 
 def test_missing_weights_say_how_to_make_them(new_app, tmp_path, monkeypatch):
     monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path / "absent.safetensors"))
-    get_model.clear()  # a model loaded by an earlier test would hide the missing file
+    clear_caches()  # a model loaded by an earlier test would hide the missing file
     at = new_app(PAGE).run()
-    get_model.clear()
+    clear_caches()
     assert not at.exception
     assert "python -m tools.mlm_training" in at.error[0].value and "bert-base-uncased" in at.error[0].value
 

@@ -86,7 +86,7 @@ def test_query_params_set_the_sentence_on_first_load(new_app):
 
 def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_it(new_app, tmp_path, monkeypatch):
     """Home shows a cached entry without the model; `prepare` (the server's warm-up) replaces a wrong one."""
-    from ui.state import get_attention
+    from ui.state import clear_caches
     from vizcore.model import catalog
     from vizcore.model import startup_cache
     from vizcore.attention.extract import extract_attention
@@ -99,12 +99,12 @@ def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_i
     n = len(planted.tokens)
     planted.attention[2, 0] = np.eye(n, dtype=np.float32)  # layer 3, head 1: what Home opens on
     assert startup_cache.store(planted, "cpu") == "written"
-    get_attention.clear()
+    clear_caches()
     z = decode_plotly(heatmap(new_app().run())["z"])
     np.testing.assert_array_equal(z, np.eye(n))
 
     assert {e["status"] for e in startup_cache.prepare(loaded)["entries"]} == {"written", "replaced"}
-    get_attention.clear()
+    clear_caches()
     z = decode_plotly(heatmap(new_app().run())["z"])
     np.testing.assert_array_equal(z, extract_attention(loaded, DEFAULT_TEXT).attention[2, 0])
-    get_attention.clear()
+    clear_caches()
