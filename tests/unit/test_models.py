@@ -3,6 +3,7 @@ import torch
 
 from vizcore.model import loading as models
 from vizcore.errors import VizError
+from vizcore.model import sink
 from vizcore.model.loading import DEFAULT_MODEL, available_models, load_model, pick_device
 
 
@@ -10,13 +11,16 @@ def test_tiny_bert_loads_frozen_in_eval_mode_with_eager_attention(tiny_bert_dir)
     loaded = load_model(str(tiny_bert_dir), device="cpu")
     assert loaded.model.training is False
     assert not any(p.requires_grad for p in loaded.model.parameters())
-    assert loaded.model.config._attn_implementation == "eager"
+    # eager attention, writing its weights into the run's buffer (bit for bit eager's: tests/unit/test_run.py)
+    assert loaded.model.config._attn_implementation == sink.IMPLEMENTATION
     assert (loaded.num_layers, loaded.num_heads, loaded.max_length) == (2, 4, 64)
     assert loaded.is_decoder is False
 
 
 def test_gpt2_like_model_is_recognised_as_decoder(tiny_model_dir):
-    assert load_model(str(tiny_model_dir("gpt2")), device="cpu").is_decoder is True
+    loaded = load_model(str(tiny_model_dir("gpt2")), device="cpu")
+    assert loaded.is_decoder is True
+    assert loaded.model.config._attn_implementation == "eager"  # GPT-2's own code asks for "eager" by name
 
 
 def test_distilbert_config_names_are_read(tiny_model_dir):

@@ -24,6 +24,7 @@ from transformers import (
 
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model import sink
 from vizcore.model.contract import check_attention
 from vizcore.model.loading import LoadedModel, install_output_hooks, load_model
 from vizcore.model import run as run_module
@@ -257,3 +258,25 @@ def test_transposed_or_unnormalised_attention_is_caught_when_asked():
         check_attention(weights * 2, rows_sum_to_one=True)
     with pytest.raises(VizError, match="different inputs"):
         check_attention(weights, num_tokens=4)
+
+
+@pytest.mark.parametrize("decoder", [False, True], ids=["encoder", "bert-as-decoder"])
+def test_the_sink_gives_transformers_eager_weights_and_outputs_bit_for_bit(tiny_model_dir, tmp_path, decoder):
+    folder = tiny_model_dir("bert")
+    if decoder:  # BERT as a causal LM: the same attention code under a causal mask
+        config = BertConfig.from_pretrained(folder, is_decoder=True, architectures=["BertLMHeadModel"])
+        BertLMHeadModel.from_pretrained(folder, config=config).save_pretrained(tmp_path)
+        AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path)
+        folder = tmp_path
+    loaded = load_model(str(folder), device="cpu")
+    assert loaded.model.config._attn_implementation == sink.IMPLEMENTATION
+    eager = type(loaded.model).from_pretrained(folder, attn_implementation="eager").eval()
+    for text, pair in ((TEXT, None), (TEXT, OTHER), ("word " * 80, None)):
+        record = run(loaded, text, pair)
+        inputs = loaded.tokenizer(text, pair, return_tensors="pt", truncation=True, max_length=loaded.max_length)
+        with torch.no_grad():
+            direct = eager(**inputs, output_attentions=True, output_hidden_states=True)
+        assert np.array_equal(record.attention, torch.stack([a[0] for a in direct.attentions]).numpy())
+        assert np.array_equal(record.hidden_states, torch.stack([h[0] for h in direct.hidden_states]).numpy())
+    if decoder:
+        assert np.triu(record.attention[0, 0], 1).max() == 0.0  # still causal

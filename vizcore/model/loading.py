@@ -39,6 +39,7 @@ from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue i
     embedded_minilm_path,
 )
 from vizcore.errors import VizError
+from vizcore.model import sink
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEB_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -220,9 +221,11 @@ def _load_weights(
     name: str, source: str, config: PretrainedConfig, head: str, builtin: BuiltinModel | None
 ) -> PreTrainedModel:
     auto = AutoModelForMaskedLM if head == "mlm" else AutoModel
+    # BERT-family attention writes its weights straight into the run's buffer (vizcore.model.sink).
+    attention = sink.IMPLEMENTATION if getattr(config, "model_type", "") in sink.FAMILIES else "eager"
     try:
         model, info = auto.from_pretrained(
-            source, config=config, attn_implementation="eager", output_loading_info=True
+            source, config=config, attn_implementation=attention, output_loading_info=True
         )
     except ValueError as error:
         raise VizError(f"'{name}' cannot be loaded with a {head} head: {_first_line(error)}") from error

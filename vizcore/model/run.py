@@ -31,6 +31,7 @@ from transformers import BatchEncoding
 
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model import sink
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 
@@ -259,6 +260,11 @@ class _Recorder:
             return archs.get(base, self.arch.final_norm)
         return self.blocks[index - 1]
 
+    def attention_modules(self) -> list[torch.nn.Module]:
+        """Each block's self-attention module: the one that calls transformers' attention function."""
+        attn = self.stack.self_attention
+        return [archs.get(block, (attn.query or attn.qkv).rpartition(".")[0]) for block in self.blocks]
+
     def stacked(self, name: str) -> np.ndarray | None:
         parts = self.read[name]
         if not parts:
@@ -286,8 +292,16 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
     """Run the model once on ``text`` (and ``pair``): the record of what it computed, as asked."""
     recorder = _Recorder(loaded, capture, ablate, patch)
     encoding, full_length = encode(loaded, text, pair)
-    recorder.check_positions(int(encoding["input_ids"].shape[1]))
-    output = forward(loaded, model_inputs(loaded, encoding), recorder.specs(), capture.hidden)
+    num_tokens = int(encoding["input_ids"].shape[1])
+    recorder.check_positions(num_tokens)
+    inputs = model_inputs(loaded, encoding)
+    if getattr(loaded.model.config, "_attn_implementation", None) == sink.IMPLEMENTATION:
+        with sink.open_sink(recorder.attention_modules(), loaded.num_heads, num_tokens, loaded.device) as weights:
+            output = forward(loaded, inputs, recorder.specs(), capture.hidden)
+        attention = weights.float().cpu().numpy()  # no copy on the CPU: the layers wrote into it
+    else:  # a model loaded elsewhere with transformers' own eager attention
+        output = forward(loaded, inputs, recorder.specs(), capture.hidden)
+        attention = torch.stack([layer[0] for layer in output.attentions]).float().cpu().numpy()  # (L, H, T, T)
     ids = encoding["input_ids"][0]
     logits = getattr(output, "logits", None) if capture.logits else None
     return Run(
@@ -298,7 +312,7 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
         offsets=[(int(a), int(b)) for a, b in encoding["offset_mapping"][0].tolist()],
         special_mask=encoding["special_tokens_mask"][0].numpy().astype(bool),
         segment_ids=segment_ids(encoding),
-        attention=torch.stack([layer[0] for layer in output.attentions]).float().cpu().numpy(),  # (L, H, T, T)
+        attention=attention,
         truncated=full_length > int(ids.shape[0]),
         num_input_tokens=full_length,
         input_ids=ids.numpy().astype(np.int64),
