@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 CACHE_ENV = "VIZCORE_CACHE_DIR"
-_CODE = ("attention/extract.py", "model/contract.py", "model/record.py", "model/run.py", "model/loading.py",
+_CODE = ("attention/extract.py", "model/contract.py", "model/record.py", "model/run.py", "model/sink.py", "model/loading.py",
          "model/startup_cache.py")
 _PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
