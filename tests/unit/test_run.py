@@ -4,6 +4,7 @@ activations, inside a context manager, and the shared model is left exactly as i
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import inspect
 
@@ -280,3 +281,27 @@ def test_the_sink_gives_transformers_eager_weights_and_outputs_bit_for_bit(tiny_
         assert np.array_equal(record.hidden_states, torch.stack([h[0] for h in direct.hidden_states]).numpy())
     if decoder:
         assert np.triu(record.attention[0, 0], 1).max() == 0.0  # still causal
+
+
+class _CountingTokenizer:
+    """The model's tokenizer, counting how often the text is tokenised."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer, self.calls = tokenizer, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.tokenizer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+def test_a_run_tokenises_the_text_once_and_a_too_long_text_twice(tiny_model_dir):
+    loaded = load_model(str(tiny_model_dir("bert")), device="cpu")
+    counting = _CountingTokenizer(loaded.tokenizer)
+    counted = dataclasses.replace(loaded, tokenizer=counting)
+    run(counted, TEXT, OTHER)
+    assert counting.calls == 1
+    long = run(counted, "word " * 200)  # once to count the tokens it would have, once truncated
+    assert counting.calls == 3 and long.truncated and long.num_input_tokens == 202
