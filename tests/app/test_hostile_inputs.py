@@ -242,7 +242,10 @@ SENTENCE_PAGES = {
 
 
 def page_session(request, name: str) -> AppTest:
-    return request.getfixturevalue(SENTENCE_PAGES[name][0])
+    at = request.getfixturevalue(SENTENCE_PAGES[name][0])
+    if name == "explorer":  # other cases open other views
+        at.session_state["attention.view"] = "heatmap"
+    return at
 
 
 def check_sentence_result(at: AppTest, page: str, tokenizer, text: str, pair: str | None) -> None:
@@ -251,6 +254,8 @@ def check_sentence_result(at: AppTest, page: str, tokenizer, text: str, pair: st
     n, cut = token_count(tokenizer, text, pair, limit)
     z = first_z(at, key)
     assert z.shape == (n, n), f"{z.shape} shown for {n} tokens"
+    if (text, pair) != (NORMAL, None):  # the hostile input's weights, not the normal sentence's
+        assert z.shape != at.normal.shape or not np.array_equal(z, at.normal)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-4)
     if cut:
         message(at, "warning", f"at most {limit}")

@@ -120,6 +120,7 @@ def test_the_real_command_with_bytes_that_are_not_utf8_and_a_broken_file(csv_fil
 
 def test_the_json_is_utf8_whatever_the_consoles_code_page(tiny_bert_dir):
     """A Windows console or a redirect there writes cp1252, which has no emoji: the JSON must still come out."""
-    result = run_cli("attention", "--model", str(tiny_bert_dir), "--text", "🦊 שלום", env={"PYTHONIOENCODING": "cp1252"})
+    result = run_cli("attention", "--model", str(tiny_bert_dir), "--text", "🦊 שלום",
+                     env={"PYTHONIOENCODING": "cp1252"})
     assert result.returncode == 0, result.stderr.decode()
     assert json.loads(result.stdout.decode("utf-8"))["text"] == "🦊 שלום"
