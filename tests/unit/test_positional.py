@@ -144,7 +144,8 @@ def test_roberta_positions_start_after_the_padding_row():
                          is_decoder=False, num_layers=1, num_heads=2, max_length=18)
     learned = learned_positions(loaded, 100)
     assert learned.first_row == 2 and learned.available == 18
-    np.testing.assert_array_equal(learned.table[0], model.embeddings.position_embeddings.weight[2].detach().double().numpy())
+    first_row = model.embeddings.position_embeddings.weight[2].detach().double().numpy()
+    np.testing.assert_array_equal(learned.table[0], first_row)
 
 
 def test_big_heatmaps_are_thinned_and_say_so():
