@@ -10,9 +10,8 @@ from transformers import RobertaConfig, RobertaModel
 
 from vizcore.cli import main
 from vizcore.errors import VizError
-from vizcore.plot import MAX_CELLS, matrix_heatmap
-from vizcore.positional.figures import position_scatter, waves_figure
 from vizcore.model.loading import LoadedModel, load_model
+from vizcore.plot import MAX_CELLS, matrix_heatmap
 from vizcore.positional.encoding import (
     check_offset,
     learned_positions,
@@ -23,6 +22,7 @@ from vizcore.positional.encoding import (
     sinusoidal_encoding,
     worked_example,
 )
+from vizcore.positional.figures import position_scatter, waves_figure
 
 
 def closed_form(pos: int, dim: int, d_model: int) -> float:

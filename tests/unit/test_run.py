@@ -24,10 +24,10 @@ from transformers import (
 
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model import run as run_module
 from vizcore.model import sink
 from vizcore.model.contract import check_attention
 from vizcore.model.loading import LoadedModel, install_output_hooks, load_model
-from vizcore.model import run as run_module
 from vizcore.model.run import Capture, HeadAblation, Patch, hooks, run
 
 TEXT = "The cat sat on the mat because it was tired."
