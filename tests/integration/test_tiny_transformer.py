@@ -2,12 +2,14 @@
 
 import numpy as np
 
+from tests.support.threads import one_torch_thread
 from vizcore.finetune.tiny import TinyConfig, anti_diagonal_mass, predict_tiny, train_tiny
 
 
 def test_reversal_is_learned_quickly_and_a_head_turns_anti_diagonal():
     config = TinyConfig(task="reverse", length=6, steps=250, snapshot_every=50)
-    result = train_tiny(config)
+    with one_torch_thread():  # as the app's training jobs run (vizcore.jobs)
+        result = train_tiny(config)
     assert result.sequence_accuracy >= 0.95
     assert predict_tiny(result, [1, 2, 3, 4, 5, 6]) == [6, 5, 4, 3, 2, 1]
     first_step, first = result.history.snapshots[0]

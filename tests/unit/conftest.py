@@ -5,8 +5,7 @@ folder (all-MiniLM-L6-v2, and the built-in masked-LM made from it) and starting 
 ``TierViolation``, which names the tier the test belongs in. Reading the embedded tokenizer is fine:
 the tiny models share its vocabulary (tests/support/tiny.py).
 
-Unit tests run torch on one thread: a tiny model gains nothing from a second one, and on shared cores
-torch's waiting threads spin (the tier took twice the CPU time with two threads on this 2-core machine).
+Unit tests run torch on one thread (tests/support/threads.py says why).
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import torch
 from transformers import PreTrainedModel
 
+from tests.support.threads import one_torch_thread
 from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
 EMBEDDED = Path(BUILTIN_MODELS[DEFAULT_MODEL].source()).resolve()
@@ -42,15 +41,10 @@ def unit_tier_guard():
     def no_process(self, args, *rest, **kwargs):
         raise TierViolation(f"subprocess {args!r}: {MOVE}")
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(PreTrainedModel, "from_pretrained", classmethod(from_pretrained))
-            patch.setattr(subprocess.Popen, "__init__", no_process)
-            yield
-    finally:
-        torch.set_num_threads(threads)
+    with one_torch_thread(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PreTrainedModel, "from_pretrained", classmethod(from_pretrained))
+        patch.setattr(subprocess.Popen, "__init__", no_process)
+        yield
 
 
 # Setup as well as the call: a module- or session-scoped fixture is built in the setup of its first test.
