@@ -193,7 +193,8 @@ class _Recorder:
     def check_positions(self, num_tokens: int) -> None:
         for p in self.patches:
             if any(not 0 <= i < num_tokens for i in p.positions):
-                raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens of this input.")
+                raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens "
+                               "of this input.")
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # (1, T, H * d_head) -> (H, T, d_head)
         return x[0].reshape(x.shape[1], self.loaded.num_heads, -1).transpose(0, 1)
