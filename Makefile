@@ -1,14 +1,15 @@
 # Two commands do everything on a fresh machine:
 #   make run   - create .venv, install the app, start it on http://localhost:8501 (embedded model, offline)
 #                (ui.launch = `streamlit run app.py` that loads the default model while the server boots)
-#   make test  - the same venv plus test tools and Debian Chromium, then unit, AppTest and browser tests
+#   make test  - the same venv plus test tools and Debian Chromium, then ruff, and the test tiers in order:
+#                unit (tiny models, < 1 min), integration (embedded model, subprocesses, training), AppTest, browser
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test test-unit test-app test-e2e bench setup chromium clean
+.PHONY: run test lint test-unit test-integration test-app test-e2e bench setup chromium clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,10 +38,20 @@ chromium:
 	fi
 
 test: $(VENV)/.test-installed chromium
-	$(PY) -m pytest tests
+	$(PY) -m ruff check .
+	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/integration
+	$(PY) -m pytest tests/app
+	$(PY) -m pytest tests/e2e
+
+lint: $(VENV)/.test-installed
+	$(PY) -m ruff check .
 
 test-unit: $(VENV)/.test-installed
 	$(PY) -m pytest tests/unit
+
+test-integration: $(VENV)/.test-installed
+	$(PY) -m pytest tests/integration
 
 test-app: $(VENV)/.test-installed
 	$(PY) -m pytest tests/app
@@ -49,7 +60,7 @@ test-e2e: $(VENV)/.test-installed chromium
 	$(PY) -m pytest tests/e2e
 
 bench: $(VENV)/.test-installed chromium
-	for script in attention startup attention_page fill_mask finetune; do $(PY) bench/$$script.py || exit 1; done
+	for script in attention startup attention_page fill_mask finetune; do $(PY) -m bench.$$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache

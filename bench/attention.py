@@ -1,6 +1,6 @@
 """Attention extraction vs a plain transformers forward, and bertviz's head_view HTML, at n = 16/128/512.
 
-Run: ``.venv/bin/python bench/attention.py`` (``make bench``). Writes its section of docs/BENCHMARKS.md.
+Run: ``.venv/bin/python -m bench.attention`` (``make bench``). Writes its section of docs/BENCHMARKS.md.
 (a) ratio = our ``extract_attention`` (tokenise, truncate-check, forward, numpy) ÷ a plain
     ``model(**tokenizer(...), output_attentions=True)``; same model, same text, same process.
 (b) bertviz ``head_view(..., html_action="return")``: HTML bytes and build time for the same input.
@@ -8,17 +8,13 @@ Run: ``.venv/bin/python bench/attention.py`` (``make bench``). Writes its sectio
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.report import machine, markdown_table, timed_pair, write_section  # noqa: E402
-from vizcore.attention.extract import extract_attention  # noqa: E402
-from vizcore.model.loading import DEFAULT_MODEL, load_model  # noqa: E402
+from bench.report import machine, markdown_table, timed_pair, write_section
+from vizcore.attention.extract import extract_attention
+from vizcore.model.loading import DEFAULT_MODEL, load_model
 
 SIZES = (16, 128, 512)
 REPEATS = 15
@@ -53,7 +49,8 @@ def main() -> None:
     for n in SIZES:
         text = text_of_length(loaded.tokenizer, n)
         assert len(extract_attention(loaded, text).tokens) == n
-        ours, plain = timed_pair(lambda: extract_attention(loaded, text), lambda: plain_forward(loaded, text), REPEATS)
+        ours, plain = timed_pair(lambda text=text: extract_attention(loaded, text),
+                                 lambda text=text: plain_forward(loaded, text), REPEATS)
         start = time.perf_counter()
         html = bertviz_html(loaded, text)
         build = time.perf_counter() - start

@@ -1,6 +1,6 @@
 """The Attention Explorer with long inputs, measured in Chromium: bytes over the wire and time per switch.
 
-Run: ``.venv/bin/python bench/attention_page.py [--port 8603]``. Writes its section of docs/BENCHMARKS.md.
+Run: ``.venv/bin/python -m bench.attention_page [--port 8603]``. Writes its section of docs/BENCHMARKS.md.
 
 For each case (model, n tokens) it starts ``python -m ui.launch`` (what ``make run`` starts), opens
 ``/attention?text=...&model=...`` in headless Debian Chromium and measures:
@@ -29,12 +29,11 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.attention import text_of_length
+from bench.report import machine, markdown_table, write_section
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy, wait_until_idle
 
-from bench.attention import text_of_length  # noqa: E402
-from bench.report import machine, markdown_table, write_section  # noqa: E402
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _wait_healthy, wait_until_idle  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SWITCHES = 5
 MB = 1e6

@@ -1,6 +1,6 @@
 """Fill-mask cost: ours (predictions + every layer's lens + attention) vs transformers' pipeline, n = 16/128/512.
 
-Run: ``.venv/bin/python bench/fill_mask.py``. Writes its section of docs/BENCHMARKS.md.
+Run: ``.venv/bin/python -m bench.fill_mask``. Writes its section of docs/BENCHMARKS.md.
 Same model object for both (the built-in MLM, eager attention), one [MASK] in the middle of the text.
 Also: iterative filling (one forward per mask) and the 80/10/10 rates over 2,000 draws.
 Timing does not depend on the weights, so before the trained weights are exported the untrained
@@ -10,13 +10,10 @@ head is used (written to a temporary file).
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.report import machine, markdown_table, timed, write_section  # noqa: E402
+from bench.report import machine, markdown_table, timed, write_section
 
 SIZES = (16, 128, 512)
 REPEATS = 7
@@ -41,13 +38,9 @@ def weights_note() -> str:
 
     if DEFAULT_WEIGHTS.is_file():
         return "the shipped weights"
-    from safetensors.torch import save_file
+    from tests.support.mlm_weights import make_mlm_weights
 
-    from tools.mlm_training import changed_state, load_tokenizer, new_mlm_model
-
-    path = Path(tempfile.mkdtemp()) / "untrained.safetensors"
-    state = changed_state(new_mlm_model("eager"), load_tokenizer().mask_token_id)
-    save_file({k: v.half().contiguous() for k, v in state.items()}, str(path))
+    path = make_mlm_weights(Path(tempfile.mkdtemp()) / "untrained.safetensors", seed=None)
     os.environ[WEIGHTS_ENV] = str(path)
     return "an untrained head (timing does not depend on the weights)"
 
@@ -67,8 +60,8 @@ def main() -> None:
     for n in SIZES:
         text = masked_text(loaded.tokenizer, n)
         assert len(fill_mask(loaded, text).tokens) == n
-        ours = best_time(lambda: fill_mask(loaded, text))
-        theirs = best_time(lambda: pipe(text, top_k=5))
+        ours = best_time(lambda text=text: fill_mask(loaded, text))
+        theirs = best_time(lambda text=text: pipe(text, top_k=5))
         rows.append([n, f"{theirs * 1000:.0f}", f"{ours * 1000:.0f}", f"{ours / theirs:.2f}"])
         print(rows[-1], flush=True)
     four = "The [MASK] sat on the [MASK] and the [MASK] slept by the [MASK]."

@@ -1,6 +1,6 @@
 """Training speed of our fine-tuning loop vs a plain transformers loop, and what the CLI reaches.
 
-Run: ``.venv/bin/python bench/finetune.py`` (``make bench``). Writes its section of docs/BENCHMARKS.md.
+Run: ``.venv/bin/python -m bench.finetune`` (``make bench``). Writes its section of docs/BENCHMARKS.md.
 Both loops train all-MiniLM-L6-v2 with a 2-label head on the same batches of the built-in set
 (batch 16, AdamW lr 5e-5, dynamic padding, CPU), in the same process, alternating, median of
 ``REPEATS`` runs of ``STEPS`` steps each (after a warm-up step):
@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.report import machine, markdown_table, write_section  # noqa: E402
-from vizcore.finetune.datasets import LabelledTexts, TrainTestData, builtin_data  # noqa: E402
-from vizcore.finetune.training import FinetuneConfig, train_classifier  # noqa: E402
-from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL, load_model  # noqa: E402
+from bench.report import machine, markdown_table, write_section
+from vizcore.finetune.datasets import LabelledTexts, TrainTestData, builtin_data
+from vizcore.finetune.training import FinetuneConfig, train_classifier
+from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL, load_model
 
 STEPS = 12
 BATCH = 16

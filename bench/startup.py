@@ -1,6 +1,6 @@
 """Time from `make run`'s server command (``python -m ui.launch``) to the Home heatmap in Chromium.
 
-Run: ``.venv/bin/python bench/startup.py``. Writes its section of docs/BENCHMARKS.md.
+Run: ``.venv/bin/python -m bench.startup``. Writes its section of docs/BENCHMARKS.md.
 Besides wall-clock seconds it records the CPU seconds the server spent (user + system, from /proc),
 which do not grow when other programs compete for the cores, and the load average during the run.
 """
@@ -16,12 +16,11 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.report import markdown_table, write_section
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_healthy
+from vizcore.model.startup_cache import CACHE_ENV
 
-from bench.report import markdown_table, write_section  # noqa: E402
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_healthy  # noqa: E402
-from vizcore.model.startup_cache import CACHE_ENV  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 RUNS = 3
 TIMEOUT_MS = int(os.environ.get("STARTUP_TIMEOUT_MS", 180_000))
@@ -106,7 +105,9 @@ def main() -> None:
         "the core count means other work competed for the CPU and the wall-clock times are inflated; "
         "the server's CPU seconds are not). Each run starts a fresh `python -m ui.launch` (what `make run` "
         "starts: `streamlit run app.py` plus a thread that loads the default model while the server "
-        "boots), waits for /_stcore/health, opens the page in Chromium (launched before the server, as a user's browser is already open; a fresh profile, so nothing is cached) and waits for the heatmap. With the opening "
+        "boots), waits for /_stcore/health, opens the page in Chromium (launched before the server, as a "
+        "user's browser is already open; a fresh profile, so nothing is cached) and waits for the heatmap. "
+        "With the opening "
         "heatmaps cached on disk (`vizcore/model/startup_cache.py`; `make run` writes them once after installing, "
         "every start recomputes and verifies them) the Home page shows the default sentence before torch "
         "and transformers have finished importing; with an empty cache it waits for the model. "

@@ -7,8 +7,6 @@ from ui import url_state
 from ui.feedback import or_stop
 from ui.state import selection
 from vizcore.errors import VizError
-from vizcore.mlm.fill_mask import FillMaskResult
-from vizcore.plot import display_tokens
 from vizcore.mlm.figures import (
     final_word_curve,
     lens_table,
@@ -20,7 +18,9 @@ from vizcore.mlm.figures import (
     rates_bars,
     rates_table,
 )
+from vizcore.mlm.fill_mask import FillMaskResult
 from vizcore.mlm.weights import MLM_MODEL, summary_line
+from vizcore.plot import display_tokens
 
 
 def choose_model() -> str:

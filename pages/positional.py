@@ -8,7 +8,6 @@ from ui import url_state
 from ui.inside import get_learned, get_sinusoidal, or_stop
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
-from vizcore.positional.figures import position_scatter, waves_figure
 from vizcore.positional.encoding import (
     check_offset,
     check_size,
@@ -18,6 +17,7 @@ from vizcore.positional.encoding import (
     similarity,
     worked_example,
 )
+from vizcore.positional.figures import position_scatter, waves_figure
 
 CHART = {"displaylogo": False}
 

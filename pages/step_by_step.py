@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from ui import url_state
 from ui.inside import (
     get_embedding_parts,
     get_padding,
@@ -16,12 +17,11 @@ from ui.inside import (
     show_check,
     show_matrix,
 )
-from ui import url_state
 from ui.state import attention_or_stop, model_or_stop, selection
 from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
-from vizcore.plot import display_tokens
 from vizcore.inside.figures import change_bars, softmax_bars, token_labels, variance_figure
 from vizcore.inside.steps import MASKED, architecture
+from vizcore.plot import display_tokens
 
 CHART = {"displaylogo": False}
 PAGE = "step_by_step"

@@ -121,7 +121,8 @@ def curve_section(curve: list[dict]) -> list[str]:
         lines += ["", "Numbers on different held-out sets are not comparable with each other; where the set "
                   "changes, the starting weights were measured again on the new set, and the best checkpoint "
                   "is chosen on the last set only."]
-    lines += ["", "| step | held-out set | tokens seen | learning rate | held-out loss | top-1 | top-5 | probes right |",
+    lines += ["",
+              "| step | held-out set | tokens seen | learning rate | held-out loss | top-1 | top-5 | probes right |",
               "|---:|:---:|---:|---:|---:|---:|---:|---:|"]
     for row in curve_rows(curve):
         lr = f"{row['lr']:.2e}" if "lr" in row else "?"

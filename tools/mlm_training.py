@@ -292,7 +292,8 @@ def _resume_or_start(work: Path, model, optimizer, config: TrainConfig, rows: in
         saved = torch.load(resume, weights_only=False)
         if measured and saved.get("heldout_set") != measured:
             raise VizError(
-                f"{resume} was evaluated on another held-out set ({saved.get('heldout_set') or 'the first 512 windows, before 2026-11-23'}; "
+                f"{resume} was evaluated on another held-out set "
+                f"({saved.get('heldout_set') or 'the first 512 windows, before 2026-11-23'}; "
                 f"this run evaluates {measured}). Export its best checkpoint, then continue in a new work "
                 f"directory with --init-from, which measures the start on this run's set.")
         model.load_state_dict(saved["model"])

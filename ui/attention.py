@@ -11,13 +11,11 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import or_stop
-
-from ui.state import Selection
+from ui.state import Selection, get_run
 from vizcore.attention.aggregate import attention_rollout, head_mean
-from vizcore.model.record import Run
 from vizcore.attention.figures import downsample
 from vizcore.attention.head_stats import head_statistics
-from ui.state import get_run
+from vizcore.model.record import Run
 
 KEY_LAYER = "attention.layer"
 KEY_HEAD = "attention.head"

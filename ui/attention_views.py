@@ -11,9 +11,15 @@ from ui import attention as ua
 from ui.feedback import or_stop
 from ui.state import OTHER_MODEL, Selection, model_choices, model_or_stop
 from vizcore.attention.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view, attention_flow
-from vizcore.model.record import Run
-from vizcore.errors import VizError
 from vizcore.attention.exports import ALL_HEADS_MAX_TOKENS, attention_csv, attention_json
+from vizcore.attention.figures import (
+    difference_heatmap,
+    flow_bars,
+    head_grid,
+    special_mass_chart,
+    statistic_heatmap,
+)
+from vizcore.attention.head_stats import LABELS, STATISTICS, statistics_table
 from vizcore.attention.html_views import (
     BERTVIZ_MAX_TOKENS,
     HEAD_VIEW_MAX_TOKENS,
@@ -24,15 +30,9 @@ from vizcore.attention.html_views import (
     bertviz_neuron_view_html,
     head_view_html,
 )
-from vizcore.attention.figures import (
-    difference_heatmap,
-    flow_bars,
-    head_grid,
-    special_mass_chart,
-    statistic_heatmap,
-)
+from vizcore.errors import VizError
+from vizcore.model.record import Run
 from vizcore.plot import attention_heatmap
-from vizcore.attention.head_stats import LABELS, STATISTICS, statistics_table
 
 KEY_IMAGE_FORMAT = "attention.image_format"
 

@@ -21,10 +21,10 @@ from ui.training import (
 )
 from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
-from vizcore.plot import attention_heatmap
-from vizcore.finetune.training import MODE_LABELS, TrainingJob
 from vizcore.finetune.analysis import attention_change, embedding_map, evaluate, finetuned_model, predict_sentence
 from vizcore.finetune.figures import confusion_heatmap, head_change_heatmap, pca_scatter, training_curves
+from vizcore.finetune.training import MODE_LABELS, TrainingJob
+from vizcore.plot import attention_heatmap
 
 CHART = {"displaylogo": False}
 METRICS = {"js": "Jensen-Shannon divergence (bits)", "abs": "mean absolute difference"}
@@ -64,7 +64,8 @@ def live_panel() -> None:
 
 def _draw_live(job: TrainingJob) -> None:
     config = job.config
-    st.subheader(f"Training: {MODE_LABELS[config.mode]}" + (f", N = {config.last_n}" if config.mode == "last_n" else ""))
+    last_n = f", N = {config.last_n}" if config.mode == "last_n" else ""
+    st.subheader(f"Training: {MODE_LABELS[config.mode]}{last_n}")
     fraction, text = progress_text(job)
     st.progress(min(1.0, fraction), text=text)
     if job.status == "error":
@@ -108,7 +109,8 @@ def results_section() -> None:
     st.header("Results")
     first = result.history.evals[0]["accuracy"]
     columns = st.columns(4)
-    columns[0].metric("Held-out accuracy", f"{evaluation.accuracy:.1%}", f"{evaluation.accuracy - first:+.1%} vs before")
+    columns[0].metric("Held-out accuracy", f"{evaluation.accuracy:.1%}",
+                      f"{evaluation.accuracy - first:+.1%} vs before")
     columns[1].metric("Held-out examples", len(evaluation.labels))
     columns[2].metric("Steps", f"{result.steps_done}/{result.total_steps}")
     columns[3].metric("Trained weights", f"{result.trainable_parameters:,}",

@@ -6,12 +6,11 @@ sizes); the shared model comes from ``ui.state`` and is only read, never hooked 
 
 from __future__ import annotations
 
-
 import numpy as np
 import streamlit as st
 
-from ui.feedback import or_none, or_stop  # noqa: F401  (pages import them from here too)
 from ui import state
+from ui.feedback import or_none, or_stop  # noqa: F401  (pages import them from here too)
 from ui.state import get_model
 from vizcore.inside.demos import (
     PaddingDemo,
@@ -22,11 +21,10 @@ from vizcore.inside.demos import (
     scaling_demo,
     variance_curve,
 )
+from vizcore.inside.steps import EmbeddingParts, LayerSteps, architecture, embedding_parts, layer_steps
+from vizcore.model.record import Run
 from vizcore.plot import matrix_heatmap
 from vizcore.positional.encoding import LearnedPositions, learned_positions, sinusoidal_encoding
-from vizcore.model.record import Run
-from vizcore.inside.steps import EmbeddingParts, LayerSteps, architecture, embedding_parts, layer_steps
-
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -39,9 +39,9 @@ def _warm_up() -> None:
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
     try:
         from ui.state import FIRST_PAGE_SHOWN, get_model, import_model_stack
+        from vizcore.attention.examples import DEFAULT_TEXT
         from vizcore.model import startup_cache
         from vizcore.model.catalog import DEFAULT_MODEL
-        from vizcore.attention.examples import DEFAULT_TEXT
 
         if startup_cache.load(DEFAULT_MODEL, "auto", DEFAULT_TEXT, None) is not None:
             # The first page can come from the disk cache: let it reach the browser first. Importing

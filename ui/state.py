@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from ui.feedback import or_stop
+from vizcore.attention.examples import DEFAULT_TEXT
+
 # No torch or transformers here: they take seconds to import, and the first page (sidebar, cached
 # Home heatmap) needs neither. vizcore.model.loading and vizcore.attention.extract are imported where they are used.
 from vizcore.model import startup_cache
-from vizcore.model.record import Run
 from vizcore.model.catalog import BUILTIN_MODELS, DEFAULT_MODEL, SUGGESTED_HUB_MODELS, available_devices
-from ui.feedback import or_stop
-from vizcore.attention.examples import DEFAULT_TEXT
+from vizcore.model.record import Run
 
 if TYPE_CHECKING:
     from vizcore.model.loading import LoadedModel

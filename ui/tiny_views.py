@@ -19,7 +19,8 @@ def tiny_panel() -> None:
         "A Transformer encoder written from scratch in `vizcore/finetune/tiny.py` (multi-head attention, "
         "sinusoidal positional encoding, post-norm encoder layers, LayerNorm(x + sublayer(x)), as in the "
         "tutorials and BERT) learns a toy task in seconds. Each output position must find the right input "
-        "digit, and the heads learn where to look: for **reversal**, position *i* looks at position *n − 1 − i*, the anti-diagonal.")
+        "digit, and the heads learn where to look: for **reversal**, position *i* looks at position "
+        "*n − 1 − i*, the anti-diagonal.")
     config = _settings()
     busy = jobs.active(jobs.current(KEY_TINY_JOB))
     left, right, _ = st.columns([2, 1, 4])
@@ -70,7 +71,8 @@ def _draw(job: TinyJob) -> None:
         chosen = right.select_slider("Replay: attention at step", steps, value=steps[-1], key="finetune.tiny_replay")
         index = steps.index(chosen)
     step, maps = snapshots[index]
-    right.plotly_chart(tiny_attention_grid(maps, example_digits(job.config), step), key="finetune.tiny_grid", config=CHART)
+    right.plotly_chart(tiny_attention_grid(maps, example_digits(job.config), step), key="finetune.tiny_grid",
+                       config=CHART)
     right.caption("Rows are query positions (position:digit), columns the keys they attend to; "
                   "hover a cell for its weight.")
     if job.config.task == "reverse":

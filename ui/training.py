@@ -15,8 +15,15 @@ import pandas as pd
 import streamlit as st
 
 from ui import jobs
-from vizcore.finetune.datasets import MAX_BYTES, MAX_ROWS, TrainTestData, builtin_data, frame_to_train_test, read_csv_bytes
 from vizcore.errors import VizError
+from vizcore.finetune.datasets import (
+    MAX_BYTES,
+    MAX_ROWS,
+    TrainTestData,
+    builtin_data,
+    frame_to_train_test,
+    read_csv_bytes,
+)
 from vizcore.finetune.training import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob
 from vizcore.model.loading import LoadedModel
 

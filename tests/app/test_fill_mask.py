@@ -13,7 +13,8 @@ import pytest
 from transformers import pipeline
 
 from tests.app.conftest import decode_plotly
-from tests.unit.tiny_mlm import build_tiny_mlm, make_mlm_weights
+from tests.support.mlm_weights import make_mlm_weights
+from tests.support.tiny import build_tiny_mlm
 from ui.fill_mask_state import DEFAULT_TEXT, OTHER_MODEL
 from ui.state import clear_caches, get_model
 from vizcore.mlm.fill_mask import fill_mask

@@ -87,9 +87,8 @@ def test_query_params_set_the_sentence_on_first_load(new_app):
 def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_it(new_app, tmp_path, monkeypatch):
     """Home shows a cached entry without the model; `prepare` (the server's warm-up) replaces a wrong one."""
     from ui.state import clear_caches
-    from vizcore.model import catalog
-    from vizcore.model import startup_cache
     from vizcore.attention.extract import extract_attention
+    from vizcore.model import catalog, startup_cache
     from vizcore.model.loading import DEFAULT_MODEL, load_model
 
     monkeypatch.setenv(startup_cache.CACHE_ENV, str(tmp_path))

@@ -23,8 +23,8 @@ from transformers import AutoTokenizer
 
 from tests.app.conftest import APP, TIMEOUT, decode_plotly
 from ui.state import OTHER_MODEL
-from vizcore.model.catalog import DEFAULT_MODEL, embedded_minilm_path
 from vizcore.mlm.weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
+from vizcore.model.catalog import DEFAULT_MODEL, embedded_minilm_path
 
 NORMAL = "The cat sat on the mat."
 NORMAL_MASKED = "The capital of France is [MASK]."
@@ -184,7 +184,7 @@ def step(tiny_bert_dir):
 def fill(tmp_path_factory):
     patch = pytest.MonkeyPatch()
     if not DEFAULT_WEIGHTS.is_file():  # as tests/app/test_fill_mask.py: a weights file made here
-        from tests.unit.tiny_mlm import make_mlm_weights
+        from tests.support.mlm_weights import make_mlm_weights
 
         patch.setenv(WEIGHTS_ENV, str(make_mlm_weights(tmp_path_factory.mktemp("hostile-mlm") / "mlm.safetensors")))
     at = open_page("pages/fill_mask.py")

@@ -33,9 +33,11 @@ def test_default_table_worked_example_and_offset_error(app):
     spec = chart(app, "Sinusoidal encoding, 64 positions × d_model 128")
     z = decode_plotly(spec["data"][0]["z"])
     assert z.shape == (64, 128) and "shape 64 × 128" in spec["layout"]["title"]["text"]
-    assert z[5, 0] == pytest.approx(math.sin(5), abs=1e-6) and z[9, 3] == pytest.approx(math.cos(9 / 10000 ** (2 / 128)), abs=1e-6)
+    assert z[5, 0] == pytest.approx(math.sin(5), abs=1e-6)
+    assert z[9, 3] == pytest.approx(math.cos(9 / 10000 ** (2 / 128)), abs=1e-6)
     table = app.table[0].value
-    assert list(table["value from the table"]) == [f"{math.sin(5):.6f}", f"{math.cos(5):.6f}"] == ["-0.958924", "0.283662"]
+    expected = [f"{math.sin(5):.6f}", f"{math.cos(5):.6f}"]
+    assert list(table["value from the table"]) == expected == ["-0.958924", "0.283662"]
     assert any("sin 5 ≈ **-0.959**" in m.value and "cos 5 ≈ **0.284**" in m.value for m in app.markdown)
     metric = app.metric[0]
     assert "M_3" in metric.label and "61 positions" in metric.label and float(metric.value) < 1e-12

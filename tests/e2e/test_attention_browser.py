@@ -63,7 +63,8 @@ def test_head_view_and_bertviz_views_draw_offline_with_markup_as_text(app_url, p
     screenshot(page, "attention-bertviz-head")
     page.get_by_text("Neuron view", exact=True).click()
     wait_until_idle(page)
-    page.frame_locator("iframe").first.locator("svg text", has_text="cat").first.wait_for(state="attached", timeout=60_000)
+    label = page.frame_locator("iframe").first.locator("svg text", has_text="cat").first
+    label.wait_for(state="attached", timeout=60_000)
     screenshot(page, "attention-bertviz-neuron")
 
     assert dialogs == []

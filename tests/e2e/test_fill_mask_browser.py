@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
-from tests.unit.tiny_mlm import build_tiny_mlm
+from tests.support.tiny import build_tiny_mlm
 from vizcore.mlm.weights import DEFAULT_WEIGHTS
 
 BARS = ".js-plotly-plot .barlayer"

@@ -6,9 +6,9 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from vizcore.attention.extract import extract_attention
-from vizcore.model.run import MAX_CHARS
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
+from vizcore.model.run import MAX_CHARS
 
 
 @pytest.fixture(scope="module")

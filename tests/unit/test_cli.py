@@ -1,67 +1,17 @@
-"""The CLI against a direct transformers computation on the embedded model, and its error paths."""
+"""The CLI's error paths and model list: nothing here loads a model (see tests/integration/test_cli.py)."""
 
 import json
-import subprocess
-import sys
 
-import numpy as np
 import pytest
-import torch
-from transformers import AutoModel, AutoTokenizer
 
 from vizcore.cli import main
-from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
-
-
-@pytest.fixture(scope="module")
-def direct():
-    folder = str(BUILTIN_MODELS[DEFAULT_MODEL].source())
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
-
-    def run(text, pair=None):
-        inputs = tokenizer(text, pair, truncation=True, max_length=512, return_tensors="pt")
-        with torch.no_grad():
-            attentions = model(**inputs, output_attentions=True).attentions
-        tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
-        return tokens, torch.stack([a[0] for a in attentions]).numpy()
-
-    return run
+from vizcore.model.loading import DEFAULT_MODEL
 
 
 def run_cli(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-@pytest.mark.parametrize(
-    ("text", "pair"),
-    [
-        ("The animal didn't cross the street because it was too tired.", None),
-        ("The cat sat on the mat.", "The dog lay on the rug."),
-        ("Zoë’s café in 東京 serves crème brûlée 🍮 — «très bon»!", None),
-    ],
-)
-def test_cli_attention_equals_transformers(capsys, direct, text, pair):
-    argv = ["attention", "--text", text, "--format", "json"] + (["--pair", pair] if pair else [])
-    code, out, err = run_cli(capsys, *argv)
-    assert code == 0, err
-    data = json.loads(out)
-    tokens, expected = direct(text, pair)
-    assert data["tokens"] == tokens
-    assert (data["num_layers"], data["num_heads"], data["truncated"]) == (6, 12, False)
-    np.testing.assert_allclose(np.asarray(data["attention"]), expected, atol=1e-5)
-
-
-def test_cli_long_input_is_truncated_to_512_and_still_exact(capsys, direct):
-    text = " ".join(f"word{i % 50} is here." for i in range(200))  # about 1,000 tokens
-    code, out, _ = run_cli(capsys, "attention", "--text", text)
-    data = json.loads(out)
-    tokens, expected = direct(text)
-    assert code == 0 and data["truncated"] is True and data["num_input_tokens"] > 512
-    assert len(data["tokens"]) == 512 == len(tokens)
-    np.testing.assert_allclose(np.asarray(data["attention"], dtype=np.float32), expected, atol=1e-5)
 
 
 def test_cli_models_lists_the_embedded_default(capsys):
@@ -86,10 +36,3 @@ def test_cli_bad_input_gives_one_clear_line_and_nonzero_exit(capsys, argv, messa
     code, out, err = run_cli(capsys, *argv)
     assert code != 0 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
-
-
-def test_python_dash_m_vizcore_runs_as_a_program():
-    done = subprocess.run([sys.executable, "-m", "vizcore", "attention", "--text", "  "],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip() == "error: The text is empty: type a sentence."

@@ -1,23 +1,19 @@
 """The command line with hostile input: one clear ``error:`` line on stderr, exit code 2, no traceback,
 nothing on stdout; or, for input that is merely unusual, the normal JSON (issue 15, deliverable F).
 
-Most cases call ``vizcore.cli.main`` in this process (the code ``python -m vizcore`` runs); three run
-the real command, for what only a new process shows: how argv bytes are decoded, and stdout's encoding.
+These call ``vizcore.cli.main`` in this process (the code ``python -m vizcore`` runs) on tiny models or
+none; the real command (argv bytes, stdout's encoding) and the embedded model's cases are in
+tests/integration/test_cli_hostile.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from vizcore.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def assert_one_clear_line(code: int, out: str, err: str, part: str) -> None:
@@ -34,9 +30,8 @@ def run_main(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.fixture(scope="module")
-def csv_files(tmp_path_factory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("hostile-csv")
+def write_csv_files(folder: Path) -> dict[str, Path]:
+    """Broken, mis-encoded, empty and odd-shaped training files in ``folder``, by name."""
     payloads = {
         "broken.csv": b'text,label\n"this never ends,pos\nok,neg\n',
         "latin-1.csv": "text,label\ncafé très bon,pos\nmauvais,neg\n".encode("latin-1"),
@@ -51,12 +46,16 @@ def csv_files(tmp_path_factory) -> dict[str, Path]:
     return {name: folder / name for name in payloads}
 
 
+@pytest.fixture(scope="module")
+def csv_files(tmp_path_factory) -> dict[str, Path]:
+    return write_csv_files(tmp_path_factory.mktemp("hostile-csv"))
+
+
 @pytest.mark.parametrize(("argv", "part"), [
     (["attention", "--text", ""], "The text is empty"),
     (["attention", "--text", "\u200b\ufeff\u200d"], "The text is empty"),
     (["attention", "--text", "\x00\x07\x1b"], "The text is empty"),
     (["attention", "--text", "a\udcff b"], "invalid character at position 2"),
-    (["attention", "--text", "ok", "--pair", "\udce9"], "second sentence has an invalid character"),
     (["attention", "--text", "ok", "--model", "../../x"], "does not exist"),
     (["attention", "--text", "ok", "--model", "/etc/passwd"], "is a file"),
     (["attention", "--text", "ok", "--model", "x" * 5_000], "is too long for a model folder"),
@@ -102,25 +101,3 @@ def test_unusual_text_gives_the_normal_json(capsys, tiny_bert_dir, text):
     assert result["text"] == text and result["tokens"][0] == "[CLS]" and result["tokens"][-1] == "[SEP]"
     n = len(result["tokens"])
     assert len(result["attention"][0][0]) == n and len(result["attention"][0][0][0]) == n
-
-
-def run_cli(*args: str | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vizcore", *args], capture_output=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, **(env or {})})
-
-
-def test_the_real_command_with_bytes_that_are_not_utf8_and_a_broken_file(csv_files, tiny_bert_dir):
-    # argv bytes that are not UTF-8 reach Python as lone surrogates (PEP 383)
-    result = run_cli("attention", "--model", str(tiny_bert_dir), "--text", b"caf\xe9 au lait")
-    assert_one_clear_line(result.returncode, result.stdout.decode(), result.stderr.decode(),
-                          "invalid character at position 4")
-    result = run_cli("finetune", "--train", str(csv_files["broken.csv"]))
-    assert_one_clear_line(result.returncode, result.stdout.decode(), result.stderr.decode(), "could not be read as CSV")
-
-
-def test_the_json_is_utf8_whatever_the_consoles_code_page(tiny_bert_dir):
-    """A Windows console or a redirect there writes cp1252, which has no emoji: the JSON must still come out."""
-    result = run_cli("attention", "--model", str(tiny_bert_dir), "--text", "🦊 שלום",
-                     env={"PYTHONIOENCODING": "cp1252"})
-    assert result.returncode == 0, result.stderr.decode()
-    assert json.loads(result.stdout.decode("utf-8"))["text"] == "🦊 שלום"

@@ -49,7 +49,8 @@ def test_parenthesised_stage_directions_are_removed_and_speeches_come_in_file_or
         "package/data/1800_a_f.json": _speech(1800, "The treaty was signed at Paris by our minister there."),
     })
     assert list(sotu_documents(str(tarball))) == [
-        "The treaty was signed at Paris by our minister there.", "We will win. And we will build. [Laughter] Then [applause] we rest. [missing text]"]
+        "The treaty was signed at Paris by our minister there.",
+        "We will win. And we will build. [Laughter] Then [applause] we rest. [missing text]"]
 
 
 def test_the_tarball_must_match_its_published_checksum(tmp_path):

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vizcore.errors import VizError
 from vizcore.finetune import datasets
 from vizcore.finetune.datasets import (
     MAX_BYTES,
@@ -17,7 +18,6 @@ from vizcore.finetune.datasets import (
     read_csv_bytes,
     stratified_split,
 )
-from vizcore.errors import VizError
 
 
 def csv_bytes(rows, header=("text", "label")) -> bytes:

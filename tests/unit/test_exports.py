@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from vizcore.attention.exports import CSV_HEADER, attention_csv, attention_json
 from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
-from vizcore.attention.exports import CSV_HEADER, attention_csv, attention_json
 from vizcore.model.loading import load_model
 
 

@@ -7,7 +7,6 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, pipeline
 
-from tests.unit.tiny_mlm import tiny_mlm_dir  # noqa: F401  (fixture)
 from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import (
     MAX_MASKS,
@@ -24,7 +23,7 @@ KINDS = ["bert", "distilbert", "roberta"]
 
 
 @pytest.fixture(scope="module")
-def models(tiny_mlm_dir):  # noqa: F811
+def models(tiny_mlm_dir):
     """kind -> (our LoadedModel, transformers' fill-mask pipeline, a direct eager model), all from one folder."""
     made = {}
     for kind in KINDS:
@@ -197,7 +196,7 @@ def test_known_heads_are_applied_at_the_masks_only(models):
         assert separable_head(models[kind][0]) is not None, kind
 
 
-def test_a_head_unknown_by_name_runs_the_full_model_and_says_why_there_is_no_lens(tiny_mlm_dir):  # noqa: F811
+def test_a_head_unknown_by_name_runs_the_full_model_and_says_why_there_is_no_lens(tiny_mlm_dir):
     folder = str(tiny_mlm_dir("electra"))
     loaded = load_model(folder, device="cpu", head="mlm")
     assert separable_head(loaded) is None

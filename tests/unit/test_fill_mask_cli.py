@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from transformers import pipeline
 
-from tests.unit.tiny_mlm import tiny_mlm_dir  # noqa: F401  (fixture)
 from vizcore.cli import build_parser, main
 from vizcore.mlm.weights import MLM_MODEL, WEIGHTS_ENV
 
@@ -23,7 +22,7 @@ def run_cli(capsys, *argv):
     ("bert", "The capital of France is [MASK]."),
     ("roberta", "The capital of France is [MASK]. The cat sat on the [MASK]."),
 ])
-def test_json_lists_each_mask_with_decoded_words_and_probabilities(capsys, tiny_mlm_dir, kind, text):  # noqa: F811
+def test_json_lists_each_mask_with_decoded_words_and_probabilities(capsys, tiny_mlm_dir, kind, text):
     folder = str(tiny_mlm_dir(kind))
     code, out, err = run_cli(capsys, "fill-mask", "--text", text, "--model", folder, "--top-k", "3",
                              "--device", "cpu", "--format", "json")
@@ -39,7 +38,7 @@ def test_json_lists_each_mask_with_decoded_words_and_probabilities(capsys, tiny_
         np.testing.assert_allclose([p["score"] for p in mask["predictions"]], [r["score"] for r in rows], rtol=1e-4)
 
 
-def test_iterative_option_fills_every_mask_once(capsys, tiny_mlm_dir):  # noqa: F811
+def test_iterative_option_fills_every_mask_once(capsys, tiny_mlm_dir):
     code, out, _ = run_cli(capsys, "fill-mask", "--text", "A [MASK] and a [MASK].", "--model",
                            str(tiny_mlm_dir("bert")), "--iterative")
     data = json.loads(out)
@@ -63,15 +62,14 @@ def test_default_model_is_the_offline_masked_lm(capsys, tmp_path, monkeypatch):
     (["--text", "The [MASK].", "--top-k", "many"], "invalid int value"),
     ([], "required: --text"),
 ])
-def test_bad_arguments_give_one_line_and_exit_2(capsys, tiny_mlm_dir, argv, message):  # noqa: F811
+def test_bad_arguments_give_one_line_and_exit_2(capsys, tiny_mlm_dir, argv, message):
     code, out, err = run_cli(capsys, "fill-mask", "--model", str(tiny_mlm_dir("bert")), *argv)
     assert code == 2 and out == "" and message in err
     assert len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(("model", "message"), [
-    ("all-MiniLM-L6-v2", "no trained masked-LM head"),
-    ("gpt2-folder", "cannot be loaded with a mlm head"),
+    ("gpt2-folder", "cannot be loaded with a mlm head"),  # the embedded encoder: tests/integration
 ])
 def test_models_without_a_masked_lm_head_are_refused(capsys, tiny_model_dir, model, message):
     name = str(tiny_model_dir("gpt2")) if model == "gpt2-folder" else model

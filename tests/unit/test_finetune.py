@@ -1,4 +1,5 @@
-"""Fine-tuning core on a tiny random BERT: freezing per mode, the shared model untouched, stop, progress."""
+"""Fine-tuning core on a tiny random BERT: freezing per mode, the shared model untouched, stop, progress (a run
+to the end: tests/integration/test_finetune.py)."""
 
 import gc
 import hashlib
@@ -9,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from vizcore.errors import VizError
 from vizcore.finetune import training as finetune
 from vizcore.finetune.datasets import LabelledTexts, TrainTestData
-from vizcore.errors import VizError
 from vizcore.finetune.training import (
     FinetuneConfig,
     TrainingJob,
@@ -94,20 +95,6 @@ def test_training_changes_exactly_the_trainable_weights_and_never_the_shared_mod
     assert digest(tiny.model) == shared_before
     assert [p.requires_grad for p in tiny.model.parameters()] == flags_before
     assert not tiny.model.training
-
-
-def test_a_separable_toy_task_is_learned_and_history_is_complete(tiny):
-    seen = []
-    config = FinetuneConfig(mode="head", epochs=8, batch_size=8, lr=5e-2, seed=0)
-    result = train_classifier(tiny, toy_data(), config, on_progress=seen.append)
-    assert result.total_steps == 8 * 4 and result.steps_done == 32 and not result.stopped
-    assert [e["step"] for e in result.history.evals] == [0, 4, 8, 12, 16, 20, 24, 28, 32]
-    assert result.final_eval_accuracy == 1.0
-    losses = [row["loss"] for row in result.history.steps]
-    assert np.mean(losses[-4:]) < np.mean(losses[:4])
-    steps = [p.step for p in seen]
-    assert steps == sorted(steps) and steps[-1] == 32
-    assert seen[-1].eta_s == pytest.approx(0.0)
 
 
 def test_reported_accuracy_matches_an_independent_forward_pass(tiny):

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from vizcore.finetune.datasets import LabelledTexts
 from vizcore.finetune.analysis import (
     Evaluation,
     attention_change,
@@ -18,6 +17,7 @@ from vizcore.finetune.analysis import (
     pca_2d,
     pooled_embeddings,
 )
+from vizcore.finetune.datasets import LabelledTexts
 from vizcore.model.loading import load_model
 
 SENTENCES = ["The cat sat on the mat.", "A truly awful meal.", "Lovely staff and a great view!"]

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from vizcore.attention.extract import extract_attention
-from vizcore.errors import VizError
 from vizcore.attention.html_views import (
     bertviz_head_view_html,
     bertviz_model_view_html,
@@ -16,6 +15,7 @@ from vizcore.attention.html_views import (
     queries_and_keys,
     script_json,
 )
+from vizcore.errors import VizError
 from vizcore.model.loading import load_model
 
 EVIL = "<script>alert(1)</script> <img src=x onerror=alert(2)> & done"

@@ -28,7 +28,8 @@ def test_the_readme_layout_names_every_code_folder_and_nothing_that_is_gone():
             assert (ROOT / path).exists(), f"README layout names {path}, which does not exist"
             named.add(path)
     packages = {str(p.parent.relative_to(ROOT)) for p in (ROOT / "vizcore").rglob("__init__.py")}
-    packages |= {str(p.relative_to(ROOT)) for p in (ROOT / "vizcore").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages |= {str(p.relative_to(ROOT)) for p in (ROOT / "vizcore").iterdir()
+                 if p.is_dir() and p.name != "__pycache__"}
     missing = sorted(packages - named)
     assert not missing, f"README layout does not name {missing}"
     for folder in ("pages", "ui", "tools", "bench", "tests/unit", "tests/app", "tests/e2e"):
@@ -54,7 +55,8 @@ def module_graph() -> dict[str, set[str]]:
             name = name.rpartition(".")[0]
         return name or None
 
-    return {mod: {r for r in map(resolve, imports_of(path, "vizcore")) if r and r != mod and not mod.startswith(r + ".")}
+    return {mod: {r for r in map(resolve, imports_of(path, "vizcore"))
+                  if r and r != mod and not mod.startswith(r + ".")}
             for mod, path in files.items()}
 
 

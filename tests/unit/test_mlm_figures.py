@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from vizcore.mlm.fill_mask import LogitLens, Prediction
-from vizcore.mlm.masking_demo import draw_masking, measure_rates
 from vizcore.mlm.figures import (
     KIND_STYLE,
     lens_table,
@@ -18,6 +16,8 @@ from vizcore.mlm.figures import (
     prediction_bars,
     rates_bars,
 )
+from vizcore.mlm.fill_mask import LogitLens, Prediction
+from vizcore.mlm.masking_demo import draw_masking, measure_rates
 from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
 

@@ -1,22 +1,11 @@
-"""The MLM training recipe: schedule, what is shipped, and continuing from shipped weights."""
-
-import json
+"""The MLM training recipe without a model: schedule, held-out sampling, command-line errors (with the embedded
+encoder: tests/integration/test_mlm_training.py)."""
 
 import numpy as np
 import pytest
-import torch
 
 from tools import mlm_training
-from vizcore.errors import VizError
-from tools.mlm_training import (
-    MASK_ROW_KEY,
-    TrainConfig,
-    apply_changed_state,
-    changed_state,
-    learning_rate,
-    load_tokenizer,
-    new_mlm_model,
-)
+from tools.mlm_training import TrainConfig, learning_rate
 
 
 def test_learning_rate_warms_up_stays_flat_then_decays_to_a_tenth():
@@ -38,64 +27,6 @@ def test_learning_rate_after_a_warm_start_warms_up_again_and_decays_over_the_new
     assert learning_rate(3000, config, start) == pytest.approx(1e-4)
 
 
-@pytest.fixture(scope="module")
-def tuned():
-    """The embedded encoder with a new MLM head, nudged as training would nudge it."""
-    tokenizer = load_tokenizer()
-    model = new_mlm_model(attn="eager")
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if "layer.3" in name or "cls.predictions" in name:
-                parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
-        model.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id] = 0.5
-    return tokenizer, model
-
-
-def test_changed_state_ships_what_training_changes_and_not_the_frozen_vocabulary(tuned):
-    tokenizer, model = tuned
-    state = changed_state(model, tokenizer.mask_token_id)
-    assert "bert.embeddings.word_embeddings.weight" not in state
-    assert "cls.predictions.decoder.weight" not in state
-    assert "bert.encoder.layer.3.attention.self.query.weight" in state
-    assert torch.all(state[MASK_ROW_KEY] == 0.5)
-    size = sum(t.numel() for t in state.values()) * 2  # fp16 bytes
-    assert size < 50e6
-
-
-def test_shipped_state_applied_to_a_fresh_model_gives_the_same_predictions(tuned):
-    tokenizer, model = tuned
-    state = {k: v.half() for k, v in changed_state(model, tokenizer.mask_token_id).items()}
-    fresh = new_mlm_model(attn="eager")
-    apply_changed_state(fresh, {k: v.float() for k, v in state.items()}, tokenizer.mask_token_id)
-    ids = tokenizer("The cat sat on the [MASK].", return_tensors="pt")["input_ids"]
-    model.eval(), fresh.eval()
-    with torch.no_grad():
-        expected, got = model(input_ids=ids).logits, fresh(input_ids=ids).logits
-    assert (expected - got).abs().max() < 0.05  # fp16 storage, nothing else
-    assert torch.equal(expected[0, 6].topk(5).indices, got[0, 6].topk(5).indices)
-
-
-def test_warm_start_loads_the_weights_and_carries_the_curve_and_step_count_on(tuned, tmp_path):
-    tokenizer, model = tuned
-    weights = tmp_path / "minilm-mlm.safetensors"
-    from safetensors.torch import save_file
-
-    save_file({k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()},
-              str(weights))
-    curve = [{"step": 250, "heldout_top5": 0.41}, {"step": 500, "heldout_top5": 0.47}]
-    weights.with_suffix(".json").write_text(json.dumps({"best": curve[-1], "curve": curve}))
-    work = tmp_path / "work"
-    work.mkdir()
-    fresh = new_mlm_model(attn="eager")
-    step, best = mlm_training._warm_start(work, fresh, weights, tokenizer.mask_token_id)
-    assert (step, best) == (500, 0.47)
-    logged = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines()]
-    assert logged == curve
-    row = fresh.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id]
-    assert np.allclose(row.detach().numpy(), 0.5)
-
-
 def test_evaluation_spreads_a_sample_over_the_whole_held_out_set():
     # The held-out file lists its sources one after another; the first N windows are one source.
     assert list(mlm_training.evaluation_rows(10, 0)) == list(range(10))
@@ -113,61 +44,11 @@ def test_evaluation_names_the_held_out_set_it_measured():
     assert mlm_training.heldout_set(windows + 1, mlm_training.evaluation_rows(10, 0)) != whole
 
 
-def test_a_warm_start_measures_the_shipped_weights_again_on_this_runs_held_out_set(tuned, tmp_path):
-    """The shipped top-5 may come from another held-out set; it must not be the bar a checkpoint beats."""
-    tokenizer, model = tuned
-    from safetensors.torch import save_file
-
-    weights = tmp_path / "minilm-mlm.safetensors"
-    save_file({k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()},
-              str(weights))
-    shipped = {"step": 500, "heldout_top5": 0.99}  # measured elsewhere: no checkpoint could beat it
-    weights.with_suffix(".json").write_text(json.dumps({"best": shipped, "curve": [shipped]}))
-    work = tmp_path / "work"
-    work.mkdir()
-    text = "The cat sat on the mat and the dog slept by the door of the old house. " * 20
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    windows = np.array([[tokenizer.cls_token_id, *ids[i * 62:(i + 1) * 62], tokenizer.sep_token_id]
-                        for i in range(4)], dtype=np.int32)
-    np.save(work / "train-64.npy", windows)
-    np.save(work / "heldout-64.npy", windows)
-    config = TrainConfig(steps=500, init_from=str(weights), eval_sequences=0)
-    best = mlm_training.train_command(work, config)
-    logged = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines()]
-    assert logged[0] == shipped and len(logged) == 2
-    again = logged[1]
-    assert again["step"] == 500 and again["heldout_set"].startswith("4 of 4 windows")
-    assert again["heldout_top5"] < 0.99
-    assert best["step"] == 500 and best["heldout_top5"] == again["heldout_top5"]  # the start is the bar
-    assert (work / "best.safetensors").exists() and (work / "resume.pt").exists()
-
-    mlm_training.train_command(work, config)  # resuming does not measure the start again
-    assert len((work / "log.jsonl").read_text().splitlines()) == 2
-    np.save(work / "heldout-64.npy", windows[:3])  # a rebuilt corpus: another held-out set
-    with pytest.raises(VizError, match="evaluated on another held-out set"):
-        mlm_training.train_command(work, config)
-
-
-@pytest.mark.parametrize(("measured", "replaced"), [(0.49, False), (0.51, True)])
-def test_a_checkpoint_replaces_the_best_only_if_it_scores_higher(tuned, tmp_path, monkeypatch, measured, replaced):
-    tokenizer, model = tuned
-    (tmp_path / "best.json").write_text(json.dumps({"step": 500, "heldout_top5": 0.5}))
-    monkeypatch.setattr(mlm_training, "evaluate", lambda *args: {
-        "heldout_top1": 0.3, "heldout_top5": measured, "heldout_set": "set", "probes": []})
-    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
-    with open(tmp_path / "log.jsonl", "a") as log:
-        best = mlm_training._evaluate_and_save(tmp_path, model, optimizer, TrainConfig(), None, tokenizer, None,
-                                               750, 0.5, torch.Generator(), log, 0)
-    assert best == (measured if replaced else 0.5)
-    assert json.loads((tmp_path / "best.json").read_text())["step"] == (750 if replaced else 500)
-    assert (tmp_path / "best.safetensors").exists() == replaced
-    assert torch.load(tmp_path / "resume.pt", weights_only=False)["heldout_set"] == "set"
-
-
 def test_the_command_line_reports_a_missing_file_in_one_line_and_exits_2(tmp_path, capsys):
-    assert mlm_training.main(["evaluate", "--work-dir", str(tmp_path), "--weights", str(tmp_path / "no.safetensors")]) == 2
+    evaluate = ["evaluate", "--work-dir", str(tmp_path), "--weights"]
+    assert mlm_training.main([*evaluate, str(tmp_path / "no.safetensors")]) == 2
     (tmp_path / "w.safetensors").write_bytes(b"x")
-    assert mlm_training.main(["evaluate", "--work-dir", str(tmp_path), "--weights", str(tmp_path / "w.safetensors")]) == 2
+    assert mlm_training.main([*evaluate, str(tmp_path / "w.safetensors")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("error: '") and "is missing." in err[0]
     assert "run build-corpus --work-dir" in err[1] and len(err) == 2

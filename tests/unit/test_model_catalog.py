@@ -11,7 +11,6 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from tests.unit.tiny_mlm import tiny_mlm_dir  # noqa: F401  (fixture)
 from vizcore.cli import main
 from vizcore.errors import VizError
 from vizcore.model import catalog
@@ -38,7 +37,7 @@ def shift_mlm_bias(model, head: str) -> None:
 
 
 @pytest.fixture
-def tiny_builtin(tiny_mlm_dir, monkeypatch):  # noqa: F811
+def tiny_builtin(tiny_mlm_dir, monkeypatch):
     monkeypatch.setenv(FOLDER_ENV, str(tiny_mlm_dir("bert")))
     entry = BuiltinModel(name=TINY, label="tiny", description="a tiny test model", heads=("base", "mlm"),
                          folder=f"{__name__}:tiny_folder", patch=f"{__name__}:shift_mlm_bias")

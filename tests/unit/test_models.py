@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from vizcore.model import loading as models
 from vizcore.errors import VizError
+from vizcore.model import loading as models
 from vizcore.model import sink
 from vizcore.model.loading import DEFAULT_MODEL, available_models, load_model, pick_device
 
@@ -31,17 +31,6 @@ def test_distilbert_config_names_are_read(tiny_model_dir):
 def test_mlm_head_loads_from_a_folder_that_has_one(tiny_bert_dir):
     loaded = load_model(str(tiny_bert_dir), device="cpu", head="mlm")
     assert type(loaded.model).__name__ == "BertForMaskedLM"
-
-
-def test_embedded_default_is_a_real_six_layer_encoder():
-    loaded = load_model(DEFAULT_MODEL, device="cpu")
-    assert (loaded.num_layers, loaded.num_heads, loaded.max_length) == (6, 12, 512)
-    assert loaded.tokenizer.vocab_size == 30522
-
-
-def test_embedded_encoder_has_no_mlm_head_and_says_so():
-    with pytest.raises(VizError, match="no trained masked-LM head"):
-        load_model(DEFAULT_MODEL, device="cpu", head="mlm")
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,8 @@ from transformers import RobertaConfig, RobertaModel
 
 from vizcore.cli import main
 from vizcore.errors import VizError
-from vizcore.plot import MAX_CELLS, matrix_heatmap
-from vizcore.positional.figures import position_scatter, waves_figure
 from vizcore.model.loading import LoadedModel, load_model
+from vizcore.plot import MAX_CELLS, matrix_heatmap
 from vizcore.positional.encoding import (
     check_offset,
     learned_positions,
@@ -23,6 +22,7 @@ from vizcore.positional.encoding import (
     sinusoidal_encoding,
     worked_example,
 )
+from vizcore.positional.figures import position_scatter, waves_figure
 
 
 def closed_form(pos: int, dim: int, d_model: int) -> float:
@@ -144,7 +144,8 @@ def test_roberta_positions_start_after_the_padding_row():
                          is_decoder=False, num_layers=1, num_heads=2, max_length=18)
     learned = learned_positions(loaded, 100)
     assert learned.first_row == 2 and learned.available == 18
-    np.testing.assert_array_equal(learned.table[0], model.embeddings.position_embeddings.weight[2].detach().double().numpy())
+    first_row = model.embeddings.position_embeddings.weight[2].detach().double().numpy()
+    np.testing.assert_array_equal(learned.table[0], first_row)
 
 
 def test_big_heatmaps_are_thinned_and_say_so():

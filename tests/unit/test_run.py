@@ -25,10 +25,10 @@ from transformers import (
 
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model import run as run_module
 from vizcore.model import sink
 from vizcore.model.contract import check_attention
 from vizcore.model.loading import LoadedModel, install_output_hooks, load_model
-from vizcore.model import run as run_module
 from vizcore.model.run import Capture, HeadAblation, Patch, hooks, run
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -185,7 +185,7 @@ def test_the_shared_model_is_unchanged_after_every_kind_of_intervention_even_one
     assert fingerprint(loaded.model) == before
     with pytest.raises(ZeroDivisionError):  # the body of the context manager raises midway
         with hooks(loaded.model, [(loaded.model.base_model, "post", lambda *a: None)]):
-            1 / 0
+            raise ZeroDivisionError
     assert fingerprint(loaded.model) == before
     assert loaded.model.training is False
 

@@ -1,8 +1,8 @@
 """CLI commands of the Attention Explorer: ``attention``, ``head-stats`` and ``aggregate`` (JSON on stdout).
 
 ``python -m vizcore attention --text T [--pair P] [--model M]`` prints tokens, offsets and the weights as
-``[layer][head][query][key]``; ``python -m vizcore head-stats --text T [--pair P] [--model M]`` prints Clark et al.'s per-head
-statistics as ``[layer][head]`` arrays; ``python -m vizcore aggregate --text T --kind
+``[layer][head][query][key]``; ``python -m vizcore head-stats --text T [--pair P] [--model M]`` prints Clark
+et al.'s per-head statistics as ``[layer][head]`` arrays; ``python -m vizcore aggregate --text T --kind
 mean|rollout|flow`` prints head means or rollout as ``[layer][query][key]``, or attention flow as
 ``[query][key]`` (flow: at most 40 tokens; ``--query`` picks the output tokens, default 0).
 """
@@ -21,8 +21,8 @@ ROUND = 8
 
 def _result(args: argparse.Namespace):
     from vizcore.attention.extract import extract_attention
-    from vizcore.model.run import check_text
     from vizcore.model.loading import load_model
+    from vizcore.model.run import check_text
 
     check_text(args.text)  # fail on empty text before spending seconds on loading a model
     return extract_attention(load_model(args.model, device=args.device), args.text, args.pair)
@@ -70,8 +70,8 @@ def _aggregate(args: argparse.Namespace) -> dict:
 
 def _attention(args: argparse.Namespace) -> dict:
     from vizcore.attention.extract import extract_attention
-    from vizcore.model.run import check_text
     from vizcore.model.loading import load_model
+    from vizcore.model.run import check_text
 
     check_text(args.text)  # fail on empty text before spending seconds on loading a model
     loaded = load_model(args.model, device=args.device)

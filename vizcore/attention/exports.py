@@ -20,8 +20,8 @@ import json
 
 import numpy as np
 
-from vizcore.model.record import Run
 from vizcore.errors import VizError
+from vizcore.model.record import Run
 
 ALL_HEADS_MAX_TOKENS = 128
 CSV_HEADER = ["layer", "head", "query_index", "query_token", "key_index", "key_token", "weight"]

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from vizcore.attention.aggregate import pair_selection
+from vizcore.errors import VizError
+from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import Capture, run
-from vizcore.errors import VizError
 from vizcore.plot import display_tokens
-from vizcore.model.loading import LoadedModel
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
 HEAD_VIEW_MAX_TOKENS = 200
@@ -184,7 +184,8 @@ def bertviz_neuron_view_html(loaded: LoadedModel, result: Run, layer: int = 0, h
     pair_options = ("<span class=\"dropdown-label\">Attention: </span><select id=\"filter\">"
                     "<option value=\"all\">All</option><option value=\"aa\">Sentence A -> Sentence A</option>"
                     "<option value=\"ab\">Sentence A -> Sentence B</option><option value=\"ba\">Sentence B -> "
-                    "Sentence A</option><option value=\"bb\">Sentence B -> Sentence B</option></select>") if is_pair else ""
+                    "Sentence A</option><option value=\"bb\">Sentence B -> Sentence B</option></select>"
+                    ) if is_pair else ""
     body = (f'<div id="{vis_id}" style="padding:8px"><span style="user-select:none">'
             '<span class="dropdown-label">Layer: </span><select id="layer"></select> '
             '<span class="dropdown-label">Head: </span><select id="att_head"></select> '

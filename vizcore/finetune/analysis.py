@@ -13,10 +13,10 @@ import numpy as np
 import torch
 
 from vizcore.attention.extract import extract_attention
-from vizcore.model.run import check_text, forward
 from vizcore.finetune.datasets import LabelledTexts
 from vizcore.finetune.training import FinetuneResult, collate, encode_texts, pad_id_of, pool, predict_proba
 from vizcore.model.loading import LoadedModel
+from vizcore.model.run import check_text, forward
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ def _progress_printer(every: int = 5):
 
 
 def _finetune(args: argparse.Namespace) -> dict:
+    from vizcore.finetune.analysis import evaluate
     from vizcore.finetune.datasets import load_train_test
     from vizcore.finetune.training import FinetuneConfig, train_classifier
-    from vizcore.finetune.analysis import evaluate
     from vizcore.model.loading import load_model
 
     config = FinetuneConfig(mode=args.mode, last_n=args.last_n, lr=args.lr, epochs=args.epochs,
@@ -74,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--last-n", type=int, default=2, help="layers trained in mode last_n (default: 2)")
     parser.add_argument("--epochs", type=int, default=3, help="passes over the training set (default: 3)")
     parser.add_argument("--lr", type=float, default=None,
-                        help="learning rate (default: " + ", ".join(f"{m} {lr:g}" for m, lr in DEFAULT_LR.items()) + ")")
+                        help="learning rate (default: "
+                        + ", ".join(f"{m} {lr:g}" for m, lr in DEFAULT_LR.items()) + ")")
     parser.add_argument("--batch-size", type=int, default=16, help="examples per step (default: 16)")
     parser.add_argument("--max-length", type=int, default=64, help="tokens per example, truncated (default: 64)")
     parser.add_argument("--pooling", default="mean", choices=["mean", "cls"], help="sentence vector (default: mean)")

@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout
 from vizcore.finetune.training import History
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout
 
 LABEL_COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 

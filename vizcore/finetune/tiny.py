@@ -190,7 +190,8 @@ def train_tiny(config: TinyConfig, history: TinyHistory | None = None, stop: thr
     generator = torch.Generator().manual_seed(config.seed)
     model = TinyTransformer(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    held_digits, held_target = make_batch(config.task, 512, config.length, torch.Generator().manual_seed(10_000 + config.seed))
+    held_digits, held_target = make_batch(config.task, 512, config.length,
+                                          torch.Generator().manual_seed(10_000 + config.seed))
     example = torch.as_tensor(example_digits(config))
     history = TinyHistory() if history is None else history
     _snapshot(model, example, 0, history)

@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.errors import VizError
+from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.jobs import BackgroundJob
 from vizcore.model.loading import LoadedModel
 
@@ -91,7 +91,7 @@ class SequenceClassifier(nn.Module):
         self.encoder = encoder
         self.pooling = pooling
         hidden = int(getattr(encoder.config, "hidden_size", 0) or getattr(encoder.config, "dim", 0)
-                     or getattr(encoder.config, "n_embd"))
+                     or encoder.config.n_embd)
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(hidden, num_labels)
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from vizcore.errors import VizError
+from vizcore.inside.steps import additive_mask, embedding_parts, layer_forward, layer_weights, norm_from
+from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import check_text, forward, model_inputs
-from vizcore.errors import VizError
-from vizcore.model.loading import LoadedModel
-from vizcore.inside.steps import additive_mask, embedding_parts, layer_forward, layer_weights, norm_from
 
 MAX_DK = 1024
 D_K_CHOICES = tuple(2 ** i for i in range(11))  # 1 .. 1024

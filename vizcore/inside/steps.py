@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import Capture, run
-from vizcore.errors import VizError
-from vizcore.model.loading import LoadedModel
 
 MASKED = float(torch.finfo(torch.float32).min)  # what transformers adds for a masked key: "minus infinity"
 TOLERANCE = 1e-5  # recomputed vs the model's own numbers
@@ -106,7 +106,8 @@ def layer_weights(loaded: LoadedModel, layer: int) -> LayerWeights:
         block = base.encoder.layer[layer]
         attention = block.attention
         return LayerWeights(
-            query=linear_from(attention.self.query), key=linear_from(attention.self.key), value=linear_from(attention.self.value),
+            query=linear_from(attention.self.query), key=linear_from(attention.self.key),
+            value=linear_from(attention.self.value),
             out=linear_from(attention.output.dense), norm1=norm_from(attention.output.LayerNorm),
             ffn_in=linear_from(block.intermediate.dense), ffn_out=linear_from(block.output.dense),
             norm2=norm_from(block.output.LayerNorm), num_heads=loaded.num_heads, activation=str(config.hidden_act))
@@ -115,7 +116,8 @@ def layer_weights(loaded: LoadedModel, layer: int) -> LayerWeights:
     return LayerWeights(
         query=linear_from(attention.q_lin), key=linear_from(attention.k_lin), value=linear_from(attention.v_lin),
         out=linear_from(attention.out_lin), norm1=norm_from(block.sa_layer_norm),
-        ffn_in=linear_from(block.ffn.lin1), ffn_out=linear_from(block.ffn.lin2), norm2=norm_from(block.output_layer_norm),
+        ffn_in=linear_from(block.ffn.lin1), ffn_out=linear_from(block.ffn.lin2),
+        norm2=norm_from(block.output_layer_norm),
         num_heads=loaded.num_heads, activation=str(config.activation))
 
 

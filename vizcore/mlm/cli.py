@@ -15,9 +15,9 @@ from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL
 
 
 def _fill_mask(args: argparse.Namespace) -> dict:
-    from vizcore.model.run import check_text
     from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK, fill_iteratively, fill_mask
     from vizcore.model.loading import load_model
+    from vizcore.model.run import check_text
 
     check_text(args.text)
     # The built-ins' mask is [MASK]: say it is missing before spending seconds on loading the model.

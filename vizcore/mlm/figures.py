@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
 from vizcore.mlm.fill_mask import LogitLens, Prediction
 from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
 
 BAR_COLOUR = "#1f77b4"
 PROBABILITY_SCALE = "Viridis"

@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedModel
 
-from vizcore.model.run import check_text, encode, model_inputs
-from vizcore.model.run import forward as core_forward
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
+from vizcore.model.run import check_text, encode, model_inputs
+from vizcore.model.run import forward as core_forward
 
 LITERAL_MASK = "[MASK]"
 TYPED_MASK = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)  # what users type, whatever the model's own token
@@ -234,7 +234,8 @@ def logit_lens(loaded: LoadedModel, output: MaskedForward, masks: list[int],
     """The MLM head on every layer's hidden state at the masks; the last row is the prediction itself."""
     if output.head is None or not output.hidden_states:
         return None, (f"The layer-by-layer view needs a masked-LM head that reproduces the output of "
-                      f"{type(loaded.model).__name__} from its last hidden state; this one does not, so it is not shown.")
+                      f"{type(loaded.model).__name__} from its last hidden state; this one does not, so it is "
+                      "not shown.")
     with torch.inference_mode():
         stacked = torch.stack([h[0, masks] for h in output.hidden_states])  # (L1, M, D)
         lens_logits = output.head(stacked).float()  # (L1, M, V)

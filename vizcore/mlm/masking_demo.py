@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from vizcore.model.run import check_text
 from vizcore.errors import VizError
 from vizcore.mlm.masking import KIND_NAMES, MASKED, RANDOM, UNCHANGED, MaskingRule, mask_tokens, ordinary_token_ids
+from vizcore.model.run import check_text
 
 MAX_TOKENS = 512
 MAX_DRAWS = 20_000

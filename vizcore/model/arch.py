@@ -85,7 +85,8 @@ def arch_of(model: torch.nn.Module) -> Arch:
             "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin"))},
             positions="embeddings.position_embeddings", mlm_head="vocab_projector")
     if family == "gpt2":
-        return Arch(family, "decoder", {"decoder": Stack("h", Attn(None, None, None, "attn.c_proj", qkv="attn.c_attn"))},
+        return Arch(family, "decoder",
+                    {"decoder": Stack("h", Attn(None, None, None, "attn.c_proj", qkv="attn.c_attn"))},
                     positions="wpe", post_norm=False, embeddings="drop", final_norm="ln_f")
     if family in ("bart", "mbart", "marian"):
         return Arch(family, "encoder-decoder",
@@ -94,7 +95,8 @@ def arch_of(model: torch.nn.Module) -> Arch:
                     positions="encoder.embed_positions", position_offset=2 if family == "bart" else 0, embeddings=None)
     if family == "t5":
         return Arch(family, "encoder-decoder",
-                    {"encoder": Stack("encoder.block", _T5_SELF), "decoder": Stack("decoder.block", _T5_SELF, _T5_CROSS)},
+                    {"encoder": Stack("encoder.block", _T5_SELF),
+                     "decoder": Stack("decoder.block", _T5_SELF, _T5_CROSS)},
                     positions=None, post_norm=False, embeddings=None, final_norm="encoder.final_layer_norm")
     raise VizError(f"Model type '{family or type(model).__name__}' is not supported for looking inside: "
                    "use a BERT, RoBERTa, DistilBERT, GPT-2, BART or T5 model.")

@@ -24,9 +24,10 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
-
 from transformers.utils import logging as transformers_logging
 
+from vizcore.errors import VizError
+from vizcore.model import sink
 from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue is part of this module's API)
     BUILTIN_MODELS,
     DEFAULT_MODEL,
@@ -38,8 +39,6 @@ from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue i
     available_models,
     embedded_minilm_path,
 )
-from vizcore.errors import VizError
-from vizcore.model import sink
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEB_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)

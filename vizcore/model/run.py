@@ -52,6 +52,9 @@ class Capture:
     logits: bool = False
 
 
+DEFAULT_CAPTURE = Capture()  # attention and hidden states
+
+
 @dataclass(frozen=True)
 class HeadAblation:
     """Change the output of head ``head`` of layer ``layer``: zero it (``replacement`` None) or replace it
@@ -193,7 +196,8 @@ class _Recorder:
     def check_positions(self, num_tokens: int) -> None:
         for p in self.patches:
             if any(not 0 <= i < num_tokens for i in p.positions):
-                raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens of this input.")
+                raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens "
+                               "of this input.")
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # (1, T, H * d_head) -> (H, T, d_head)
         return x[0].reshape(x.shape[1], self.loaded.num_heads, -1).transpose(0, 1)
@@ -287,7 +291,7 @@ def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], specs: Sequenc
     return output
 
 
-def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Capture = Capture(),
+def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Capture = DEFAULT_CAPTURE,
         ablate: Sequence[HeadAblation] = (), patch: Sequence[Patch] = ()) -> Run:
     """Run the model once on ``text`` (and ``pair``): the record of what it computed, as asked."""
     recorder = _Recorder(loaded, capture, ablate, patch)

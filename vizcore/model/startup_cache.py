@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vizcore.model.record import Run
-from vizcore.model.catalog import DEFAULT_MODEL, embedded_minilm_path, runs_on_cpu
 from vizcore.attention.examples import startup_inputs
+from vizcore.model.catalog import DEFAULT_MODEL, embedded_minilm_path, runs_on_cpu
+from vizcore.model.record import Run
 
 if TYPE_CHECKING:
     from vizcore.model.loading import LoadedModel
 
 FORMAT = 1
 CACHE_ENV = "VIZCORE_CACHE_DIR"
-_CODE = ("attention/extract.py", "model/contract.py", "model/record.py", "model/run.py", "model/sink.py", "model/loading.py",
-         "model/startup_cache.py")
+_CODE = ("attention/extract.py", "model/contract.py", "model/record.py", "model/run.py", "model/sink.py",
+         "model/loading.py", "model/startup_cache.py")
 _PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _MAX_BYTES = 8 * 2**20  # startup sentences are short; never let a long input fill the disk

@@ -1,16 +1,21 @@
-"""Tiny random masked-LMs saved to local folders (no download): BERT, DistilBERT, RoBERTa.
+"""The one tiny-model factory: random-config models saved to local folders (no download), for tests and benchmarks.
 
-Weights are drawn with a large initializer range so the predictions are well separated (a default
-init gives a near-uniform distribution where a top-k order would say little). BERT and DistilBERT use
-the embedded model's WordPiece tokenizer; RoBERTa gets a byte-level BPE trained here on a few
-sentences, with ``<mask>`` stripping the space before it as roberta-base's does.
+* ``save_tiny("bert" | "distilbert" | "gpt2", folder)``: 2 layers, 4 heads, hidden 32, with an LM head,
+  default initialisation; the encoder models of most unit tests.
+* ``build_tiny_mlm("bert" | "distilbert" | "roberta" | "electra", folder)``: 3-layer masked-LMs drawn with
+  a large initializer range so the predictions are well separated (a default init gives a near-uniform
+  distribution where a top-k order would say little).
+
+BERT, DistilBERT, GPT-2 and ELECTRA use the embedded model's WordPiece tokenizer (offline, and the
+vocabulary real users see; only the tokenizer is read, never the embedded weights). RoBERTa gets a
+byte-level BPE trained here on a few sentences, with ``<mask>`` stripping the space before it as
+roberta-base's does.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import torch
 from tokenizers import AddedToken, ByteLevelBPETokenizer
 from transformers import (
@@ -21,6 +26,10 @@ from transformers import (
     DistilBertForMaskedLM,
     ElectraConfig,
     ElectraForMaskedLM,
+    GPT2Config,
+    GPT2LMHeadModel,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
     RobertaConfig,
     RobertaForMaskedLM,
     RobertaTokenizerFast,
@@ -28,12 +37,48 @@ from transformers import (
 
 from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
+TINY = {"hidden": 32, "layers": 2, "heads": 4, "ffn": 64, "positions": 64}
 SIZE = {"hidden": 32, "layers": 3, "heads": 4, "ffn": 64, "positions": 40, "init": 0.4}
 BPE_TEXT = [
     "The capital of France is Paris. The cat sat on the mat.",
     "She drank a cup of coffee every morning. Birds can fly in the sky.",
     "The sun rises in the east. I wrote the letter with a pen.",
 ]
+
+
+def wordpiece_tokenizer() -> PreTrainedTokenizerBase:
+    """The embedded model's WordPiece tokenizer (its vocabulary only, not its weights)."""
+    return AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[DEFAULT_MODEL].source()))
+
+
+def build_tiny(kind: str) -> PreTrainedModel:
+    """A seeded random ``kind`` ("bert" | "distilbert" | "gpt2") model of size ``TINY``, with its LM head."""
+    torch.manual_seed(0)
+    vocab = wordpiece_tokenizer().vocab_size
+    if kind == "bert":
+        config = BertConfig(vocab_size=vocab, hidden_size=TINY["hidden"], num_hidden_layers=TINY["layers"],
+                            num_attention_heads=TINY["heads"], intermediate_size=TINY["ffn"],
+                            max_position_embeddings=TINY["positions"])
+        return BertForMaskedLM(config)
+    if kind == "distilbert":
+        config = DistilBertConfig(vocab_size=vocab, dim=TINY["hidden"], n_layers=TINY["layers"],
+                                  n_heads=TINY["heads"], hidden_dim=TINY["ffn"],
+                                  max_position_embeddings=TINY["positions"])
+        return DistilBertForMaskedLM(config)
+    if kind == "gpt2":
+        config = GPT2Config(vocab_size=vocab, n_embd=TINY["hidden"], n_layer=TINY["layers"],
+                            n_head=TINY["heads"], n_positions=TINY["positions"])
+        return GPT2LMHeadModel(config)
+    raise ValueError(kind)
+
+
+def save_tiny(kind: str, folder: Path) -> Path:
+    """Save ``build_tiny(kind)`` with its tokenizer to ``folder`` (a Hugging Face model folder)."""
+    build_tiny(kind).eval().save_pretrained(folder)
+    tokenizer = wordpiece_tokenizer()
+    tokenizer.model_max_length = TINY["positions"]
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 def _roberta_tokenizer(folder: Path) -> RobertaTokenizerFast:
@@ -46,7 +91,7 @@ def _roberta_tokenizer(folder: Path) -> RobertaTokenizerFast:
 
 
 def build_tiny_mlm(kind: str, folder: Path) -> Path:
-    """Save a tiny ``kind`` ("bert" | "distilbert" | "roberta" | "electra") masked-LM with its tokenizer to ``folder``."""
+    """Save a tiny ``kind`` ("bert" | "distilbert" | "roberta" | "electra") masked-LM and tokenizer to ``folder``."""
     torch.manual_seed(0)
     s = SIZE
     if kind == "roberta":
@@ -57,7 +102,7 @@ def build_tiny_mlm(kind: str, folder: Path) -> Path:
                                initializer_range=s["init"])
         model = RobertaForMaskedLM(config)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[DEFAULT_MODEL].source()))
+        tokenizer = wordpiece_tokenizer()
         if kind == "bert":
             config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=s["hidden"],
                                 num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
@@ -81,40 +126,3 @@ def build_tiny_mlm(kind: str, folder: Path) -> Path:
     model.eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
-
-
-@pytest.fixture(scope="session")
-def tiny_mlm_dir(tmp_path_factory):
-    """``tiny_mlm_dir("bert" | "distilbert" | "roberta")`` -> a saved folder, built once per test run."""
-    made: dict[str, Path] = {}
-
-    def make(kind: str) -> Path:
-        if kind not in made:
-            made[kind] = build_tiny_mlm(kind, tmp_path_factory.mktemp(f"tiny-mlm-{kind}"))
-        return made[kind]
-
-    return make
-
-
-def make_mlm_weights(path: Path, seed: int = 7) -> Path:
-    """A weights file in the shipped format (fp16 changed tensors) for the built-in masked-LM.
-
-    The untrained MLM with a few tensors (head bias and dense, one encoder bias, the [MASK] row) set
-    to random values, so that applying the file visibly changes the model. Never shipped: tests only.
-    """
-    from safetensors.torch import save_file
-
-    from tools.mlm_training import changed_state, load_tokenizer, new_mlm_model
-
-    tokenizer = load_tokenizer()
-    model = new_mlm_model("eager")
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for tensor in (model.cls.predictions.bias, model.cls.predictions.transform.dense.weight,
-                       model.bert.encoder.layer[5].output.dense.bias,
-                       model.bert.embeddings.word_embeddings.weight[tokenizer.mask_token_id]):
-            tensor.copy_(torch.randn(tensor.shape, generator=generator))
-    state = {k: v.half().contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(path))
-    return path

@@ -1,0 +1,1 @@
+"""What tests and benchmarks share: the tiny-model factory (``tiny``) and masked-LM weights files (``mlm_weights``)."""
