@@ -32,7 +32,8 @@ def test_the_readme_layout_names_every_code_folder_and_nothing_that_is_gone():
                  if p.is_dir() and p.name != "__pycache__"}
     missing = sorted(packages - named)
     assert not missing, f"README layout does not name {missing}"
-    for folder in ("pages", "ui", "tools", "bench", "tests/unit", "tests/app", "tests/e2e"):
+    for folder in ("pages", "ui", "tools", "bench", "tests/unit", "tests/integration", "tests/support", "tests/app",
+                   "tests/e2e"):
         assert folder in named
 
 
