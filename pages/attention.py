@@ -1,4 +1,8 @@
-"""Attention Explorer: every layer and head of the current sentence, in several views."""
+"""Attention Explorer: every layer and head of the current sentence, in several views.
+
+Computation: vizcore/attention/ (extract, aggregate, head_stats, exports, html_views) · figures:
+vizcore/attention/figures.py, vizcore/plot.py · CLI: attention, head-stats, aggregate (vizcore/attention/cli.py)
+"""
 
 import streamlit as st
 

@@ -1,4 +1,8 @@
-"""Fill-mask: masked-word prediction, layer by layer, the masked position's attention, and BERT's 80/10/10."""
+"""Fill-mask: masked-word prediction, layer by layer, the masked position's attention, and BERT's 80/10/10.
+
+Computation: vizcore/mlm/ (fill_mask, masking, masking_demo, weights) · figures: vizcore/mlm/figures.py ·
+CLI: python -m vizcore fill-mask (vizcore/mlm/cli.py)
+"""
 
 import streamlit as st
 

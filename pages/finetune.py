@@ -1,4 +1,8 @@
-"""Fine-tuning lab: train a classifier on the session's own copy of the model, live; see what changed."""
+"""Fine-tuning lab: train a classifier on the session's own copy of the model, live; see what changed.
+
+Computation: vizcore/finetune/ (datasets, training, analysis, tiny), jobs: vizcore/jobs.py, ui/jobs.py ·
+figures: vizcore/finetune/figures.py · CLI: python -m vizcore finetune (vizcore/finetune/cli.py)
+"""
 
 import streamlit as st
 

@@ -1,4 +1,8 @@
-"""Home: what the app is, example sentences, and the attention heatmap of the current sentence."""
+"""Home: what the app is, example sentences, and the attention heatmap of the current sentence.
+
+Computation: vizcore/attention/extract.py (the core: vizcore/model/run.py) · figure: vizcore/plot.py ·
+CLI: python -m vizcore attention (vizcore/attention/cli.py)
+"""
 
 import streamlit as st
 

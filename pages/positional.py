@@ -1,4 +1,8 @@
-"""Positional encoding: the sinusoidal table, its waves, similarities, the offset map, learned positions."""
+"""Positional encoding: the sinusoidal table, its waves, similarities, the offset map, learned positions.
+
+Computation: vizcore/positional/encoding.py · figures: vizcore/positional/figures.py, vizcore/plot.py ·
+CLI: python -m vizcore positional (vizcore/positional/cli.py)
+"""
 
 import math
 

@@ -1,4 +1,8 @@
-"""Attention, step by step: one layer of the real model recomputed from its weights, and three demos."""
+"""Attention, step by step: one layer of the real model recomputed from its weights, and three demos.
+
+Computation: vizcore/inside/steps.py, vizcore/inside/demos.py · figures: vizcore/inside/figures.py,
+vizcore/plot.py · CLI: none yet (the recomputation is checked in tests/unit/test_steps.py)
+"""
 
 import pandas as pd
 import streamlit as st
