@@ -8,7 +8,7 @@ import streamlit as st
 
 from ui import attention as ua
 from ui.attention_views import show_view
-from ui.state import selection, warn_if_truncated
+from ui.state import attention_or_stop, selection, warn_if_truncated
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions
 
 st.title("Attention Explorer")
@@ -16,7 +16,7 @@ st.markdown("Every layer and head of the model, for the sentence in the sidebar.
             "head, or open one from the grid. The address bar always holds a link to this exact view.")
 
 sel = selection()
-result = ua.attention_or_stop(sel)
+result = attention_or_stop(sel)
 for problem in ua.read_url_once(result.num_layers, result.num_heads):
     st.warning(problem)
 ua.clamp_selection(result.num_layers, result.num_heads)

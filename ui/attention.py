@@ -10,7 +10,6 @@ import numpy as np
 import streamlit as st
 
 from ui import url_state
-from ui.feedback import or_stop
 from ui.state import Selection, get_run
 from vizcore.attention.aggregate import attention_rollout, head_mean
 from vizcore.attention.figures import downsample
@@ -43,10 +42,6 @@ def attention_for(model: str, device: str, text: str, pair: str | None) -> Run:
 
 def result_key(sel: Selection) -> tuple[str, str, str, str | None]:
     return sel.model, sel.device, sel.text, sel.pair
-
-
-def attention_or_stop(sel: Selection) -> Run:
-    return or_stop(get_run, *result_key(sel))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -95,10 +95,6 @@ def _run(name: str, device: str, text: str, pair: str | None, hidden: bool) -> R
     return run(get_model(name, device), text, pair, capture=Capture(hidden=hidden))
 
 
-def get_attention(name: str, device: str, text: str, pair: str | None) -> Run:
-    return get_run(name, device, text, pair)
-
-
 def clear_caches() -> None:
     """Forget every loaded model and run, as a server restart would (tests change files under them)."""
     _load_model.clear()
@@ -168,7 +164,7 @@ def model_or_stop(sel: Selection, head: str = "base") -> LoadedModel:
 
 
 def attention_or_stop(sel: Selection) -> Run:
-    return or_stop(get_attention, sel.model, sel.device, sel.text, sel.pair)
+    return or_stop(get_run, sel.model, sel.device, sel.text, sel.pair)
 
 
 def warn_if_truncated(result: Run) -> None:

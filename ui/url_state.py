@@ -11,6 +11,8 @@ from typing import Callable, Mapping
 
 import streamlit as st
 
+from ui.state import selection
+
 MAX_URL_TEXT = 2_000  # longer sentences are left out of the link (browsers and chat apps cut long URLs)
 
 
@@ -56,8 +58,6 @@ def settle(key: str, default: int, low: int, high: int) -> None:
 
 def write(page_params: Mapping[str, object] | None = None) -> None:
     """Rewrite the address bar with the shared selection and this page's parameters (when they changed)."""
-    from ui.state import selection
-
     sel = selection()
     params: dict[str, str] = {}
     if len(sel.text) <= MAX_URL_TEXT:
