@@ -9,7 +9,8 @@ import math
 import streamlit as st
 
 from ui import url_state
-from ui.inside import get_learned, get_sinusoidal, or_stop
+from ui.feedback import or_stop
+from ui.inside import get_learned, get_sinusoidal
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
 from vizcore.positional.encoding import (

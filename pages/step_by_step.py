@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import url_state
+from ui.feedback import or_none, or_stop
 from ui.inside import (
     get_embedding_parts,
     get_padding,
@@ -16,8 +17,6 @@ from ui.inside import (
     get_scaling,
     get_steps,
     get_variance_curve,
-    or_none,
-    or_stop,
     show_check,
     show_matrix,
 )

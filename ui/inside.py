@@ -10,7 +10,6 @@ import numpy as np
 import streamlit as st
 
 from ui import state
-from ui.feedback import or_none, or_stop  # noqa: F401  (pages import them from here too)
 from ui.state import get_model
 from vizcore.inside.demos import (
     PaddingDemo,

@@ -10,15 +10,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from vizcore.plot import (  # noqa: F401  (axis_labels, SEGMENT_COLOURS: the Explorer's names for them)
+from vizcore.plot import (
     FONT_SIZE,
-    SEGMENT_COLOURS,
     TICK_FONT_SIZE,
     attention_heatmap,
     axis_labels,
     base_layout,
-    display_tokens,
-    tick_positions,
 )
 
 GRID_CELLS = 24  # per head in the grid: enough to see a pattern, small enough for 12 x 12 heads at n = 512
