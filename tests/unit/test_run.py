@@ -44,7 +44,7 @@ def loaded(request, tiny_model_dir) -> LoadedModel:
         config = RobertaConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                                num_attention_heads=4, intermediate_size=64, max_position_embeddings=70,
                                pad_token_id=tokenizer.pad_token_id, attn_implementation="eager")
-        model = RobertaForMaskedLM(config).eval()
+        model = RobertaForMaskedLM(config).eval().requires_grad_(False)  # frozen, as load_model leaves it
         install_output_hooks(model)
         return LoadedModel(name="tiny-roberta", model=model, tokenizer=tokenizer, device=torch.device("cpu"),
                            is_decoder=False, num_layers=2, num_heads=4, max_length=64)
@@ -305,3 +305,64 @@ def test_a_run_tokenises_the_text_once_and_a_too_long_text_twice(tiny_model_dir)
     assert counting.calls == 1
     long = run(counted, "word " * 200)  # once to count the tokens it would have, once truncated
     assert counting.calls == 3 and long.truncated and long.num_input_tokens == 202
+
+
+# ---- batched interventions: each row its own change, the same numbers as one run per row -------------
+
+def batch_of(loaded: LoadedModel, text: str, rows: int) -> dict[str, torch.Tensor]:
+    encoding, _ = run_module.encode(loaded, text)
+    return {k: v.repeat(rows, 1) for k, v in run_module.model_inputs(loaded, encoding).items()}
+
+
+def test_ablations_by_row_in_one_batch_equal_one_run_per_ablation(loaded):
+    heads = [(0, 1), (1, 0), (loaded.num_layers - 1, loaded.num_heads - 1)]
+    ablations = [HeadAblation(layer, head, rows=(i,)) for i, (layer, head) in enumerate(heads)]
+    specs = run_module.intervention_hooks(loaded, ablations)
+    batched = run_module.forward(loaded, batch_of(loaded, TEXT, len(heads)), specs, attention=False)
+    for i, (layer, head) in enumerate(heads):
+        single = run(loaded, TEXT, ablate=[HeadAblation(layer, head)]).hidden_states[-1]
+        np.testing.assert_allclose(batched.hidden_states[-1][i].numpy(), single, atol=1e-5)
+
+
+def test_patches_by_row_in_one_batch_equal_one_run_per_patch(loaded):
+    clean = run(loaded, OTHER)
+    T = len(clean.tokens)
+    patches = [Patch(layer, (position,), clean.hidden_states[layer][[position]], rows=(i,))
+               for i, (layer, position) in enumerate([(0, 1), (1, T - 2), (loaded.num_layers, 2)])]
+    specs = run_module.intervention_hooks(loaded, patch=patches, num_tokens=T)
+    batched = run_module.forward(loaded, batch_of(loaded, TEXT, len(patches)), specs, attention=False)
+    for i, p in enumerate(patches):
+        single = run(loaded, TEXT, patch=[dataclasses.replace(p, rows=None)]).hidden_states[-1]
+        np.testing.assert_allclose(batched.hidden_states[-1][i].numpy(), single, atol=1e-5)
+
+
+def test_head_scale_zero_is_ablation_and_its_gradient_is_a_finite_difference(loaded):
+    scale = torch.ones(loaded.num_layers, loaded.num_heads)
+    scale[1, 0] = 0.0
+    inputs = batch_of(loaded, TEXT, 1)
+    scaled = run_module.forward(loaded, inputs, run_module.head_scale_hooks(loaded, scale), attention=False)
+    ablated = run(loaded, TEXT, ablate=[HeadAblation(1, 0)]).hidden_states[-1]
+    np.testing.assert_allclose(scaled.hidden_states[-1][0].numpy(), ablated, atol=1e-5)
+
+    gate = torch.ones(loaded.num_layers, loaded.num_heads, dtype=torch.float64, requires_grad=True)
+    out = run_module.forward(loaded, inputs, run_module.head_scale_hooks(loaded, gate), attention=False, grad=True)
+    out.hidden_states[-1].double().sum().backward()
+    eps = 1e-3
+    for layer, head in [(0, 0), (1, 1)]:
+        values = []
+        for sign in (1, -1):
+            s = torch.ones(loaded.num_layers, loaded.num_heads)
+            s[layer, head] += sign * eps
+            o = run_module.forward(loaded, inputs, run_module.head_scale_hooks(loaded, s), attention=False)
+            values.append(o.hidden_states[-1].double().sum().item())
+        # central difference of a float32 model: a loose tolerance
+        assert gate.grad[layer, head].item() == pytest.approx((values[0] - values[1]) / (2 * eps), rel=2e-2, abs=1e-2)
+    assert all(p.grad is None for p in loaded.model.parameters())  # the weights got no gradient
+
+
+def test_rows_outside_the_batch_and_wrong_scales_are_refused(loaded):
+    specs = run_module.intervention_hooks(loaded, [HeadAblation(0, 0, rows=(3,))])
+    with pytest.raises(VizError, match="outside the batch"):
+        run_module.forward(loaded, batch_of(loaded, TEXT, 2), specs, attention=False)
+    with pytest.raises(VizError, match="head scale"):
+        run_module.head_scale_hooks(loaded, torch.ones(loaded.num_layers + 1, loaded.num_heads))

@@ -10,6 +10,9 @@ never left with a hook, and its weights are never touched: an intervention repla
 * ``Capture``: what to read besides attention (hidden states, per-layer Q/K/V, per-head outputs, logits).
 * ``HeadAblation``: zero one head's output, or replace it (e.g. with its mean over reference sentences).
 * ``Patch``: replace the hidden state entering layer ``layer`` (index into hidden_states) at positions.
+* ``intervention_hooks`` / ``head_scale_hooks``: the same changes as hooks for any forward pass of the
+  model, e.g. a batch where each row gets its own ablation or patch (``rows``), a fine-tuned classifier
+  around the encoder, or a pass with gradients (``forward(..., grad=True)``).
 
 Layers, heads and positions are 0-based here. transformers 5 has no ``head_mask``: a head's output
 is changed at the input of the attention's output projection W_O, where heads sit side by side.
@@ -58,21 +61,25 @@ DEFAULT_CAPTURE = Capture()  # attention and hidden states
 @dataclass(frozen=True)
 class HeadAblation:
     """Change the output of head ``head`` of layer ``layer``: zero it (``replacement`` None) or replace it
-    with ``replacement``, ``[d_head]`` (the same at every position) or ``[T, d_head]``."""
+    with ``replacement``, ``[d_head]`` (the same at every position) or ``[T, d_head]``. In a batch, only
+    the rows ``rows`` are changed (None: every row)."""
 
     layer: int
     head: int
     replacement: np.ndarray | None = None
+    rows: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Patch:
     """Set hidden state ``layer`` (0 = embeddings, i = output of layer i - 1) at ``positions`` to ``values``
-    ``[len(positions), d]``, e.g. taken from another run's ``hidden_states``."""
+    ``[len(positions), d]``, e.g. taken from another run's ``hidden_states``. In a batch, only the rows
+    ``rows`` are changed (None: every row)."""
 
     layer: int
     positions: tuple[int, ...]
     values: np.ndarray
+    rows: tuple[int, ...] | None = None
 
 
 def is_blank(text: str | None) -> bool:
@@ -235,21 +242,24 @@ class _Recorder:
                 self.read["head_outputs"][index] = self._split(x).detach()
             if not ablations:
                 return None
-            heads = x.reshape(*x.shape[:2], self.loaded.num_heads, -1).clone()  # (1, T, H, d_head)
+            heads = x.reshape(*x.shape[:2], self.loaded.num_heads, -1).clone()  # (B, T, H, d_head)
             for a in ablations:
-                heads[0, :, a.head] = 0.0 if a.replacement is None else torch.as_tensor(
+                rows = _rows(a.rows, x.shape[0], f"head {a.layer + 1}.{a.head + 1}")
+                heads[rows, :, a.head] = 0.0 if a.replacement is None else torch.as_tensor(
                     a.replacement, dtype=x.dtype, device=x.device)
             return (heads.reshape(x.shape), *inputs[1:])
         return hook
 
     def _patch_hook(self, patch: Patch) -> Callable:
         values = torch.as_tensor(np.asarray(patch.values))
-        positions = list(patch.positions)
+        positions = torch.as_tensor(patch.positions, dtype=torch.long)
 
         def hook(module, inputs, output):
-            hidden = output[0] if isinstance(output, tuple) else output
+            hidden = output[0] if isinstance(output, tuple) else output  # (B, T, d)
             hidden = hidden.clone()
-            hidden[0, positions] = values.to(hidden.dtype).to(hidden.device)
+            rows = _rows(patch.rows, hidden.shape[0], "a patch")
+            rows = torch.arange(hidden.shape[0]) if isinstance(rows, slice) else torch.as_tensor(rows)
+            hidden[rows[:, None], positions[None, :]] = values.to(hidden.dtype).to(hidden.device)
             return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
         return hook
 
@@ -276,15 +286,57 @@ class _Recorder:
         return torch.stack([parts[i] for i in range(len(self.blocks))]).float().cpu().numpy()
 
 
+def _rows(rows: tuple[int, ...] | None, batch: int, what: str) -> list[int] | slice:
+    if rows is None:
+        return slice(None)
+    if any(not 0 <= r < batch for r in rows):
+        raise VizError(f"Rows {list(rows)} of {what} are outside the batch of {batch}.")
+    return list(rows)
+
+
+def intervention_hooks(loaded: LoadedModel, ablate: Sequence[HeadAblation] = (), patch: Sequence[Patch] = (),
+                       num_tokens: int | None = None) -> list[Hook]:
+    """The hooks that make these ablations and patches, checked, for ``hooks()`` around any forward pass
+    of ``loaded.model`` (or of a classifier built around it); positions are checked against ``num_tokens``."""
+    recorder = _Recorder(loaded, Capture(hidden=False), ablate, patch)
+    if num_tokens is not None:
+        recorder.check_positions(num_tokens)
+    return recorder.specs()
+
+
+def head_scale_hooks(loaded: LoadedModel, scale: torch.Tensor) -> list[Hook]:
+    """Hooks that multiply each head's output by ``scale``, ``[layer, head]`` or ``[batch, layer, head]``,
+    at the input of W_O: 0 ablates a head, and with ``scale`` all ones and ``requires_grad`` the gradient
+    of a loss with respect to it is Michel et al. (2019)'s head importance. Differentiable."""
+    recorder = _Recorder(loaded, Capture(hidden=False), (), ())
+    layers, heads = len(recorder.blocks), loaded.num_heads
+    if tuple(scale.shape[-2:]) != (layers, heads) or scale.dim() not in (2, 3):
+        raise VizError(f"A head scale must have shape [{layers}, {heads}] or [batch, {layers}, {heads}], "
+                       f"not {list(scale.shape)}.")
+
+    def scaled(index: int) -> Callable:
+        def hook(module, inputs):
+            x = inputs[0]  # (B, T, H * d_head)
+            factor = scale[..., index, :].to(x.dtype)  # (H,) or (B, H)
+            factor = factor.reshape(-1 if scale.dim() == 3 else 1, 1, heads, 1)
+            return ((x.reshape(*x.shape[:2], heads, -1) * factor).reshape(x.shape), *inputs[1:])
+        return hook
+
+    out = recorder.stack.self_attention.out
+    return [(archs.get(block, out), "pre", scaled(i)) for i, block in enumerate(recorder.blocks)]
+
+
 def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], specs: Sequence[Hook] = (), hidden: bool = True,
-            attention: bool = True, base_only: bool = False):
+            attention: bool = True, base_only: bool = False, grad: bool = False):
     """The model only, once, with these hooks; the shared model is left exactly as it was.
 
     ``inputs`` may be a padded batch (the padding demo, sentence vectors); ``run`` is the one-sequence
     record around it. ``base_only`` skips a head (fill-mask applies its head to the masks alone).
+    ``grad`` keeps the autograd graph (gradients with respect to inputs or a head scale; the weights
+    stay frozen).
     """
     module = loaded.model.base_model if base_only else loaded.model
-    with torch.inference_mode(), hooks(loaded.model, specs):
+    with (torch.enable_grad() if grad else torch.inference_mode()), hooks(loaded.model, specs):
         output = module(**inputs, output_attentions=attention, output_hidden_states=hidden)
     if attention and (not output.attentions or output.attentions[0] is None):
         raise VizError(f"'{loaded.name}' returned no attention weights (it needs eager attention).")
