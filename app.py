@@ -21,6 +21,7 @@ def main() -> None:
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
         st.Page("pages/fill_mask.py", title="Fill-mask", icon=":material/edit_note:", url_path="fill-mask"),
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
+        st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
     ]
     sidebar()
     page = st.navigation(pages)

@@ -21,9 +21,10 @@ from vizcore.finetune import cli as finetune_cli
 from vizcore.mlm import cli as mlm_cli
 from vizcore.model import cli as model_cli
 from vizcore.positional import cli as positional_cli
+from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
-TOPICS = (model_cli, attention_cli, mlm_cli, positional_cli, finetune_cli)
+TOPICS = (model_cli, attention_cli, mlm_cli, positional_cli, finetune_cli, why_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,26 @@
+"""Why? Switch heads off, rank heads, patch activations, attribute the answer to input tokens.
+
+Computation: vizcore/why/ (targets, ablation, importance, patching, attribution) · figures:
+vizcore/why/figures.py · CLI: python -m vizcore ablate | patch | attribute (vizcore/why/cli.py)
+"""
+
+import streamlit as st
+
+from ui import url_state, why
+from ui import why_ablation, why_attribution, why_importance, why_patching
+
+st.title("Why did the model say that?")
+st.markdown(
+    "Attention weights show where a head looks, not what the answer depends on. Test it: **switch heads "
+    "off** and watch the answer change, **rank** every head by what removing it costs, **patch** one "
+    "activation from another sentence into this one, and **attribute** the answer to the input words "
+    "with gradients, left-out words and attention rollout side by side.")
+
+for problem in why.read_url():
+    st.warning(problem)
+part = why.choose_part()
+ctx = why.context()
+sections = {"ablation": why_ablation, "importance": why_importance, "patching": why_patching,
+            "attribution": why_attribution}
+params = sections[part].show(ctx) or {}
+url_state.write({"part": part, "word": ctx.masked_word, **params})

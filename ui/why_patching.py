@@ -1,0 +1,13 @@
+"""The Why? page's patching part."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.why import WhyContext
+
+
+def show(ctx: WhyContext) -> dict:
+    """Draw the part; returns its URL parameters."""
+    st.info("Coming in this change.")
+    return {}

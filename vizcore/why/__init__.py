@@ -1,0 +1,1 @@
+"""Why did the model say that? Head ablation, head importance, activation patching, token attribution."""

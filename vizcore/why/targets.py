@@ -1,0 +1,81 @@
+"""What the Why? methods explain: the masked-LM's answer at a ``[MASK]``, as logits of one position.
+
+Every method of this topic asks the same question of different inputs (ablated, patched, scaled,
+interpolated): how much does the model believe word ``w`` at the mask? ``masked_input`` prepares the
+sentence once (the model's own mask token, the mask's position), ``word_id`` checks that an answer
+is one token, and ``mask_logits`` runs a batch through the model with any hooks and returns the
+logits at one position per row, the masked-LM head applied there only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from vizcore.errors import VizError
+from vizcore.mlm.fill_mask import preprocess, separable_head
+from vizcore.model.loading import LoadedModel
+from vizcore.model.run import Hook, model_inputs
+from vizcore.model.run import forward as core_forward
+
+
+@dataclass(frozen=True)
+class MaskedInput:
+    """One sentence with at least one mask, ready for the model (a batch of one)."""
+
+    text: str  # as typed
+    tokens: list[str]
+    inputs: dict[str, torch.Tensor]  # model inputs, each (1, T)
+    masks: list[int]  # token positions of the masks
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.tokens)
+
+    def batch(self, rows: int) -> dict[str, torch.Tensor]:
+        """The inputs repeated ``rows`` times: (rows, T) each."""
+        return {name: value.expand(rows, -1) for name, value in self.inputs.items()}
+
+
+def masked_input(loaded: LoadedModel, text: str) -> MaskedInput:
+    """Tokenise ``text`` (typed ``[MASK]``/``<mask>`` become the model's mask token); VizError without a mask."""
+    encoding, masks, _ = preprocess(loaded, text)
+    ids = encoding["input_ids"][0]
+    return MaskedInput(text=text, tokens=loaded.tokenizer.convert_ids_to_tokens(ids.tolist()),
+                       inputs=model_inputs(loaded, encoding), masks=masks)
+
+
+def word_id(loaded: LoadedModel, word: str, what: str = "answer") -> int:
+    """The vocabulary id of ``word`` as the model would predict it at a mask (after a space for RoBERTa's
+    byte-level BPE); VizError when the word is empty or not exactly one token."""
+    word = (word or "").strip()
+    if not word:
+        raise VizError(f"The {what} is empty: type one word.")
+    tokenizer = loaded.tokenizer
+    spaced = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(" " + word)) if "Ġ" in "".join(
+        tokenizer.tokenize(" a")) else None
+    ids = spaced or tokenizer(word, add_special_tokens=False)["input_ids"]
+    if len(ids) != 1 or ids[0] == tokenizer.unk_token_id:
+        pieces = " + ".join(tokenizer.convert_ids_to_tokens(ids)) or "nothing"
+        raise VizError(f"The {what} '{word}' is not one token for {loaded.name} (it becomes {pieces}): "
+                       "choose a word the model has as a single token.")
+    return int(ids[0])
+
+
+def mask_logits(loaded: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int] | int,
+                specs: Sequence[Hook] = (), grad: bool = False) -> torch.Tensor:
+    """Vocabulary logits ``(B, V)`` at ``positions`` (one per row, or one for all rows) of a batch run
+    with ``specs``; with ``grad`` the graph is kept (gradients with respect to embeddings or head scales)."""
+    head = separable_head(loaded)
+    output = core_forward(loaded, inputs, specs, hidden=False, attention=False, base_only=head is not None,
+                          grad=grad)
+    rows = next(iter(inputs.values())).shape[0]
+    index = torch.as_tensor([positions] * rows if isinstance(positions, int) else list(positions))
+    if head is None:
+        if getattr(output, "logits", None) is None:
+            raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
+        return output.logits[torch.arange(rows), index]
+    with torch.enable_grad() if grad else torch.inference_mode():
+        return head(output.last_hidden_state[torch.arange(rows), index])
