@@ -6,8 +6,7 @@ vizcore/why/figures.py · CLI: python -m vizcore ablate | patch | attribute (viz
 
 import streamlit as st
 
-from ui import url_state, why
-from ui import why_ablation, why_attribution, why_importance, why_patching
+from ui import url_state, why, why_ablation, why_attribution, why_importance, why_patching
 
 st.title("Why did the model say that?")
 st.markdown(

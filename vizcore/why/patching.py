@@ -63,21 +63,36 @@ def pair_inputs(loaded: LoadedModel, clean: str, corrupt: str) -> tuple[MaskedIn
     return a, b
 
 
-def _differences(loaded: LoadedModel, target: MaskedInput, rows: int, specs, ids: tuple[int, int]) -> np.ndarray:
-    logits = mask_logits(loaded, target.batch(rows), target.masks[0], specs).float()  # (rows, V)
+def _logit_differences(loaded: LoadedModel, inputs: dict, position: int, specs, ids: tuple[int, int]) -> np.ndarray:
+    logits = mask_logits(loaded, inputs, position, specs).float()  # (rows, V)
     return (logits[:, ids[0]] - logits[:, ids[1]]).double().cpu().numpy()
 
 
-def _sweep(loaded: LoadedModel, target: MaskedInput, changes: list, ids: tuple[int, int]) -> np.ndarray:
-    """The logit difference of the corrupted input with each change alone, one batch row per change."""
+def _sweep(loaded: LoadedModel, clean: MaskedInput, corrupt: MaskedInput, changes: list,
+           ids: tuple[int, int]) -> tuple[float, float, np.ndarray]:
+    """(LD clean, LD corrupt, LD of the corrupted input with each change alone): one batch row per run.
+
+    Row 0 is the clean input and row 1 the plain corrupted input, and every chunk has the same number
+    of rows (the last one filled with plain rows), so the baselines are computed exactly as the patched
+    runs are: the recovered shares are exact where they should be (1 and 0), not off by float noise
+    between batch sizes.
+    """
+    runs: list = [None, None, *changes]
+    size = min(BATCH_ROWS, len(runs))
+    runs += [None] * (-len(runs) % size)
     out = []
-    for start in range(0, len(changes), BATCH_ROWS):
-        chunk = changes[start:start + BATCH_ROWS]
-        patches = [c for c in chunk if isinstance(c, Patch)]
-        heads = [c for c in chunk if isinstance(c, HeadAblation)]
-        specs = intervention_hooks(loaded, heads, patches, num_tokens=target.num_tokens)
-        out.append(_differences(loaded, target, len(chunk), specs, ids))
-    return np.concatenate(out)
+    for start in range(0, len(runs), size):
+        chunk = runs[start:start + size]
+        inputs = {name: value.repeat(size, 1) for name, value in corrupt.inputs.items()}
+        if start == 0:
+            for name, value in clean.inputs.items():
+                inputs[name][0] = value[0]
+        moved = [replace(c, rows=(i,)) for i, c in enumerate(chunk) if c is not None]
+        specs = intervention_hooks(loaded, [c for c in moved if isinstance(c, HeadAblation)],
+                                   [c for c in moved if isinstance(c, Patch)], num_tokens=corrupt.num_tokens)
+        out.append(_logit_differences(loaded, inputs, corrupt.masks[0], specs, ids))
+    differences = np.concatenate(out)
+    return float(differences[0]), float(differences[1]), differences[2:2 + len(changes)]
 
 
 def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, contrast: str,
@@ -87,19 +102,17 @@ def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, cont
     if ids[0] == ids[1]:
         raise VizError("The answer and the contrast word are the same word: choose two different words.")
     clean_input, corrupt_input = pair_inputs(loaded, clean, corrupt)
-    ld_clean = float(_differences(loaded, clean_input, 1, (), ids)[0])
-    ld_corrupt = float(_differences(loaded, corrupt_input, 1, (), ids)[0])
+    source = run(loaded, clean, capture=Capture(hidden=True, head_outputs=heads))
+    T, L = corrupt_input.num_tokens, loaded.num_layers
+    changes: list = [Patch(state, (position,), source.hidden_states[state][[position]])
+                     for state in range(L + 1) for position in range(T)]
+    if heads:
+        changes += [HeadAblation(layer, head, source.head_outputs[layer, head])
+                    for layer in range(L) for head in range(loaded.num_heads)]
+    ld_clean, ld_corrupt, patched = _sweep(loaded, clean_input, corrupt_input, changes, ids)
     if abs(ld_clean - ld_corrupt) < 1e-4:
         raise VizError(f"Both sentences give the same logit difference ({ld_clean:.4f}): there is nothing to "
                        "recover. Change the corrupted sentence or the words compared.")
-    source = run(loaded, clean, capture=Capture(hidden=True, head_outputs=heads))
-    T, L = corrupt_input.num_tokens, loaded.num_layers
-    changes: list = [Patch(state, (position,), source.hidden_states[state][[position]], rows=None)
-                     for state in range(L + 1) for position in range(T)]
-    if heads:
-        changes += [HeadAblation(layer, head, source.head_outputs[layer, head], rows=None)
-                    for layer in range(L) for head in range(loaded.num_heads)]
-    patched = _sweep(loaded, corrupt_input, _rows_by_chunk(changes), ids)
     recovered = ((patched - ld_corrupt) / (ld_clean - ld_corrupt)).astype(np.float32)
     return PatchingResult(
         model=loaded.name, clean_tokens=clean_input.tokens, corrupt_tokens=corrupt_input.tokens,
@@ -108,7 +121,3 @@ def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, cont
         head_recovered=(recovered[(L + 1) * T:].reshape(L, loaded.num_heads) if heads
                         else np.zeros((L, loaded.num_heads), np.float32)))
 
-
-def _rows_by_chunk(changes: list) -> list:
-    """Each change applies to its own row: row ``i % BATCH_ROWS`` of the chunk it falls in."""
-    return [replace(c, rows=(i % BATCH_ROWS,)) for i, c in enumerate(changes)]
