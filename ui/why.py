@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ui import training
+from ui import training, url_state
 from ui.feedback import or_stop
 from ui.state import Selection, get_model, selection
 from vizcore.errors import VizError
@@ -119,13 +119,14 @@ def choose_part() -> str:
     return part or "ablation"
 
 
-def read_url() -> list[str]:
-    """The link's part and word (on the session's first visit to the page)."""
-    from ui import url_state
-
+def read_url(*part_params: dict) -> list[str]:
+    """The link's part and word, and each part's own parameters (on the session's first visit to the page)."""
     def part(raw: str) -> str:
         if raw not in PARTS:
             raise ValueError(f"part is one of {', '.join(PARTS)}.")
         return raw
 
-    return url_state.read("why", {"part": (KEY_PART, part), "word": (KEY_WORD, str)})
+    params = {"part": (KEY_PART, part), "word": (KEY_WORD, str)}
+    for more in part_params:
+        params.update(more)
+    return url_state.read("why", params)

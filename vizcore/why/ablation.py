@@ -104,6 +104,7 @@ class MaskEffect:
     word: str | None
     word_before: float | None
     word_after: float | None
+    compared: list[tuple[str, float, float]]  # (word, before, after) for the union of both top-k, best first
 
     def to_dict(self) -> dict:
         def plain(predictions: list) -> list[dict]:
@@ -155,10 +156,12 @@ def ablate_mlm(loaded: LoadedModel, text: str, heads: Sequence[Head], mode: str 
     effects = []
     for i, (plain, changed) in enumerate(zip(top_predictions(loaded, ids, before.mask_logits, target.masks, top_k),
                                              top_predictions(loaded, ids, after.mask_logits, target.masks, top_k))):
-        probability = (None if chosen is None else
-                       [float(out.mask_logits[i].float().softmax(-1)[chosen]) for out in (before, after)])
+        p_before, p_after = (out.mask_logits[i].float().softmax(-1) for out in (before, after))  # (V,) each
+        union = list(dict.fromkeys([p.token_id for p in plain.predictions + changed.predictions]))
+        compared = [(loaded.tokenizer.decode([t]).strip(), float(p_before[t]), float(p_after[t])) for t in union]
+        probability = (None, None) if chosen is None else (float(p_before[chosen]), float(p_after[chosen]))
         effects.append(MaskEffect(plain.index, plain.predictions, changed.predictions,
-                                  None if word is None else word.strip(), *(probability or (None, None))))
+                                  None if word is None else word.strip(), *probability, compared=compared))
     return AblationResult(model=loaded.name, text=text, tokens=target.tokens, heads=list(heads), mode=mode,
                           masks=effects, attention_before=_stack(before.attentions),
                           attention_after=_stack(after.attentions))
