@@ -48,7 +48,7 @@ class WhyContext:
     device: str
     loaded: LoadedModel  # with its masked-LM head; shared and read-only
     sentence: str  # the sidebar's sentence, unmasked when a word was picked (what a classifier reads)
-    masked: str  # the sentence with [MASK]
+    masked: str | None  # the sentence with [MASK] (None for a part that does not explain the sidebar's sentence)
     masked_word: str | None  # the word that was masked (the default answer), None when typed with [MASK]
     classifier: Classifier | None
 
@@ -99,16 +99,18 @@ def pick_mask(loaded: LoadedModel, text: str) -> tuple[str, str | None]:
     return mask_word(text, word), word.text
 
 
-def context() -> WhyContext:
+def context(needs_mask: bool = True) -> WhyContext:
+    """The model, sentence and classifier of the page; ``needs_mask``: the part explains the sidebar's sentence
+    at a mask (ablation, attribution), so the word picker is drawn."""
     sel = selection()
     name, note = masked_model(sel)
     loaded = or_stop(get_model, name, sel.device, "mlm")
     if note:
         st.caption(note)
-    masked, word = or_stop(pick_mask, loaded, sel.text)
-    return WhyContext(model=name, device=sel.device, loaded=loaded,
-                      sentence=sel.text if word is not None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text),
-                      masked=masked, masked_word=word, classifier=session_classifier())
+    masked, word = or_stop(pick_mask, loaded, sel.text) if needs_mask else (None, None)
+    sentence = sel.text if word is not None or masked is None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text)
+    return WhyContext(model=name, device=sel.device, loaded=loaded, sentence=sentence, masked=masked,
+                      masked_word=word, classifier=session_classifier())
 
 
 def choose_part() -> str:

@@ -86,6 +86,11 @@ def class_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, tit
 
 # ---- patching ----------------------------------------------------------------------------------
 
+def _two_decimals(value: float) -> str:
+    text = f"{value:.2f}"
+    return "0.00" if text == "-0.00" else text
+
+
 def state_labels(layers: int) -> list[str]:
     """Rows of the state x position map: hidden state 0 is the embedding output, state l layer l's output."""
     return ["embeddings", *(f"layer {layer}" for layer in range(1, layers + 1))]
@@ -101,7 +106,7 @@ def patching_heatmap(recovered: np.ndarray, clean_tokens: Sequence[str], corrupt
     bound = max(1.0, float(np.nanmax(np.abs(recovered), initial=0.0)))
     fig = go.Figure(go.Heatmap(
         z=np.asarray(recovered, dtype=np.float32), x=columns, y=rows, zmin=-bound, zmax=bound, colorscale=DIVERGING,
-        text=np.vectorize(lambda v: f"{v:.2f}")(recovered), texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
+        text=np.vectorize(_two_decimals)(recovered), texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
         hovertemplate="patched: %{y} at %{x}<br>recovered %{z:.4f}<extra></extra>", xgap=1, ygap=1,
         colorbar={"title": {"text": "recovered"}, "tickfont": {"size": TICK_FONT_SIZE}}))
     fig.update_xaxes(type="category", side="top", tickangle=-45, tickfont={"size": FONT_SIZE})
