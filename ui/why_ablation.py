@@ -14,6 +14,7 @@ from ui.state import get_model
 from ui.why import WhyContext
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import finetuned_model
+from vizcore.mlm.figures import percent
 from vizcore.model.loading import LoadedModel
 from vizcore.plot import attention_heatmap
 from vizcore.why.ablation import (
@@ -132,7 +133,7 @@ def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None
         columns[0].plotly_chart(before_after_bars(mask.compared, title), key=f"why.ablation.bars{number}",
                                 config={"displaylogo": False})
         if mask.word is not None:
-            columns[1].metric(f"P({mask.word})", f"{mask.word_after:.2%}",
+            columns[1].metric(f"P({mask.word})", percent(mask.word_after),
                               f"{(mask.word_after - mask.word_before) * 100:+.2f} points",
                               help=f"With every head: {mask.word_before:.4%}")
         columns[1].metric("Top word", mask.ablated[0].token,

@@ -110,3 +110,26 @@ def test_bad_requests_get_clear_messages(loaded):
         ablate_mlm(loaded, text_for(loaded), [(0, 0)], mode="half")
     with pytest.raises(VizError, match="does not exist"):
         ablate_mlm(loaded, text_for(loaded), [(0, 9)])
+
+
+def test_a_classifiers_heads_are_ablated_in_its_own_encoder(tiny_model_dir):
+    from vizcore.finetune.analysis import finetuned_model
+    from vizcore.finetune.training import SequenceClassifier
+    from vizcore.why.ablation import ablate_classifier
+
+    base = load_model(str(tiny_model_dir("bert")), device="cpu")
+    torch.manual_seed(3)
+    classifier = SequenceClassifier(copy.deepcopy(base.model), num_labels=3).eval()
+    encoder = finetuned_model(base, type("Result", (), {"classifier": classifier})())
+    text, heads = "A fine day for a walk.", [(0, 1), (1, 3)]
+    effect = ablate_classifier(classifier, encoder, ("neg", "neu", "pos"), text, 32, heads)
+    batch = base.tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        plain = classifier(dict(batch)).softmax(-1)[0].numpy()
+        operated = SequenceClassifier(surgery(base, heads), num_labels=3).eval()
+        operated.head.load_state_dict(classifier.head.state_dict())
+        expected = operated(dict(batch)).softmax(-1)[0].numpy()
+    np.testing.assert_allclose(effect.before, plain, atol=1e-6)
+    np.testing.assert_allclose(effect.after, expected, atol=1e-5)
+    assert np.abs(effect.after - effect.before).max() > 1e-4  # the heads mattered: the test can tell
+    assert effect.labels == ("neg", "neu", "pos")
