@@ -100,7 +100,11 @@ def settings(ctx: WhyContext) -> tuple[str, int, str]:
                       help="Mean: the head's average output over 24 reference sentences, the same at every "
                            "position; only what is specific to this sentence is lost.")
     top_k = middle.slider("Words shown (top-k)", 3, 15, 8, key=KEY_TOP_K)
-    st.session_state.setdefault(KEY_WORD, ctx.masked_word or "")
+    previous = st.session_state.get("why.ablation.word_for")
+    untouched = st.session_state.get(KEY_WORD) == (previous or "")
+    if KEY_WORD not in st.session_state or (previous != ctx.masked_word and untouched):
+        st.session_state[KEY_WORD] = ctx.masked_word or ""  # follows the picked word until the user types another
+    st.session_state["why.ablation.word_for"] = ctx.masked_word
     word = right.text_input("Follow this word's probability", key=KEY_WORD,
                             help="Default: the word that was masked. One token of the model's vocabulary.")
     return mode, top_k, word.strip()

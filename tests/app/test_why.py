@@ -116,3 +116,13 @@ def test_patching_shows_the_identities_and_refuses_unequal_lengths(new_app):
     assert not at.error and at.text_input(key="why.patching.answer").value == "he"
     assert at.query_params["clean"] in ("John said that [MASK] was tired because he worked all day.",
                                         ["John said that [MASK] was tired because he worked all day."])
+
+
+def test_the_followed_word_follows_the_picked_word_until_one_is_typed(new_app):
+    at = why(new_app)
+    assert at.text_input(key="why.ablation.word").value == "tired"
+    at.selectbox(key="why.word").set_value("street").run()
+    assert at.text_input(key="why.ablation.word").value == "street" and "P(street)" in metrics(at)
+    at.text_input(key="why.ablation.word").set_value("road").run()
+    at.selectbox(key="why.word").set_value("animal").run()
+    assert at.text_input(key="why.ablation.word").value == "road"
