@@ -71,7 +71,9 @@ def masked_model(sel: Selection) -> tuple[str, str]:
     """(model name, note): the sidebar's model when it is a masked-LM, else the offline masked-LM."""
     if sel.model and has_mlm_head(sel.model):
         return sel.model, ""
-    return MLM_MODEL, (f"The sidebar's model `{sel.model}` has no masked-LM head, so this page explains "
+    why_not = ("has no masked-LM head" if sel.model in BUILTIN_MODELS else
+               "could not be loaded with a masked-LM head (not a masked-LM, or not reachable offline)")
+    return MLM_MODEL, (f"The sidebar's model `{sel.model}` {why_not}, so this page explains "
                        f"**{MLM_MODEL}** ({MLM_LABEL}), the same encoder with a head trained here.")
 
 
