@@ -148,8 +148,7 @@ def _results(result: HeadImportance) -> None:
     what = "sentences" if result.target == "masked-lm" else "held-out examples"
     plain = ", ".join(f"{METRIC_NAMES[m]} {v:.4f}" for m, v in zip(result.metrics, result.plain))
     st.markdown(f"**{result.model}** on {result.examples} {what} ({result.averaged_over} "
-                f"{'masked words' if result.target == 'masked-lm' else 'examples'}), all heads: {plain}. "
-                f"Computed in {result.seconds:.0f} s.")
+                f"{'masked words' if result.target == 'masked-lm' else 'examples'}), all heads: {plain}.")
     metric = 0
     if len(result.metrics) > 1:
         name = st.radio("Ablation metric", result.metrics, format_func=METRIC_NAMES.get, key=KEY_METRIC,
@@ -167,13 +166,12 @@ def _results(result: HeadImportance) -> None:
 def _maps(result: HeadImportance, metric: int, normalised: bool) -> None:
     name = result.metrics[metric]
     gradient = result.gradient_normalised if normalised else result.gradient
-    left, right = st.columns(2)
-    left.plotly_chart(importance_heatmap(result.ablation[metric], "Ablation: what removing the head alone costs",
-                                         DROP_NAMES[name], diverging=True),
-                      config=CHART, key="why.importance.ablation_map")
-    right.plotly_chart(importance_heatmap(gradient, "Gradient: Michel et al.'s importance",
-                                          "normalised |∂L/∂ξ|" if normalised else "mean |∂L/∂ξ|"),
-                       config=CHART, key="why.importance.gradient_map")
+    st.plotly_chart(importance_heatmap(result.ablation[metric], "Ablation: what removing the head alone costs",
+                                       DROP_NAMES[name], diverging=True),
+                    config=CHART, key="why.importance.ablation_map")
+    st.plotly_chart(importance_heatmap(gradient, "Gradient: Michel et al.'s importance",
+                                       "normalised |∂L/∂ξ|" if normalised else "mean |∂L/∂ξ|"),
+                    config=CHART, key="why.importance.gradient_map")
     rho = result.correlation(metric, normalised)
     st.plotly_chart(rank_scatter(result.ablation[metric], gradient, "ablation", "gradient", rho),
                     config=CHART, key="why.importance.scatter")

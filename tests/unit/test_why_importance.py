@@ -266,7 +266,7 @@ def test_the_job_runs_to_its_end(target):
     job = imp.ImportanceJob(target, curve_points=4).start()
     job.join(60)
     assert job.status == "done", job.error
-    assert job.progress()[0] == pytest.approx(1.0)
+    assert job.progress()[0] == pytest.approx(1.0) and job.progress()[1].startswith("Done in")
     assert job.result.curves["ablation"].shape == (4, 1)
     job.release()
     assert job.result is None and job.target is None

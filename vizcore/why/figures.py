@@ -131,7 +131,7 @@ def pruning_lines(removed: np.ndarray, curves: dict[str, np.ndarray], intact: fl
             hovertemplate=(f"{name}<br>%{{x}} of {total_heads} heads removed (%{{customdata}} %)<br>"
                            f"{metric_name}: %{{y:.4f}}<extra></extra>")))
     fig.add_hline(y=intact, line={"color": "black", "dash": "dot"}, annotation_text=f"all heads: {intact:.4f}",
-                  annotation_position="top left", annotation_font_size=TICK_FONT_SIZE)
+                  annotation_position="top right", annotation_font_size=TICK_FONT_SIZE)
     fig.update_xaxes(title="heads removed", range=[-0.5, total_heads + 0.5], tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(title=metric_name, tickfont={"size": TICK_FONT_SIZE})
     fig.update_layout(legend={"orientation": "h", "y": -0.2, "font": {"size": TICK_FONT_SIZE}})

@@ -494,6 +494,8 @@ class ImportanceJob(BackgroundJob):
             self.result = head_importance(self.target, self.curve_points, self.seed, self._report, self._stop)
         except Stopped:
             self.result = None
+            return
+        self._report(1.0, f"Done in {self.result.seconds:.0f} s.")
 
     def _release(self) -> None:
         self.result = None
