@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from vizcore.mlm.figures import compact_layout, percent, percent_axis_format, plain
-from vizcore.plot import DIVERGING, FONT_SIZE, TICK_FONT_SIZE, axis_labels, base_layout
+from vizcore.plot import DIVERGING, FONT_SIZE, SEQUENTIAL, TICK_FONT_SIZE, axis_labels, base_layout
 
 BEFORE_COLOUR, AFTER_COLOUR = "#1f5fa8", "#c2410c"  # plain model blue, intervention orange
 
@@ -82,6 +82,80 @@ def class_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, tit
 
 
 # ---- importance --------------------------------------------------------------------------------
+
+RANKING_STYLE = {  # ranking -> (legend name, colour, dash)
+    "ablation": ("least important first, by ablation", "#1f5fa8", "solid"),
+    "gradient": ("least important first, by gradient", "#c2410c", "solid"),
+    "random": ("random order (baseline)", "#6b7280", "dash"),
+}
+
+
+def importance_ranks(values: np.ndarray) -> np.ndarray:
+    """Rank of each entry of ``[layer, head]`` values, 1 = the largest (most important); ties by flat order."""
+    values = np.asarray(values, dtype=np.float64)
+    ranks = np.empty(values.size, dtype=int)
+    ranks[np.argsort(-values.ravel(), kind="stable")] = np.arange(1, values.size + 1)
+    return ranks.reshape(values.shape)
+
+
+def importance_heatmap(values: np.ndarray, title: str, value_name: str, diverging: bool = False) -> go.Figure:
+    """A ``[layer, head]`` importance as a layers x heads map (``layer_head_heatmap``), the hover adding each
+    head's rank (1 = most important). ``diverging``: red/blue centred on 0, for scores that can be negative
+    (the model does better without the head); else a sequential scale from the smallest score."""
+    values = np.asarray(values, dtype=np.float64)
+    layers, heads = values.shape
+    ranks = importance_ranks(values)
+    hover = np.array([[f"layer {l + 1}, head {h + 1}<br>{value_name}: {values[l, h]:.5g}<br>rank {ranks[l, h]} "
+                       f"of {values.size} (1 = most important)" for h in range(heads)] for l in range(layers)],
+                     dtype=object)
+    low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
+    fig = layer_head_heatmap(values, title, value_name, diverging=diverging,
+                             zrange=None if diverging else (low, high if high > low else low + 1.0),
+                             colorscale=None if diverging else SEQUENTIAL)
+    fig.update_traces(customdata=hover, hovertemplate="%{customdata}<extra></extra>")
+    return fig
+
+
+def pruning_lines(removed: np.ndarray, curves: dict[str, np.ndarray], intact: float, metric_name: str,
+                  total_heads: int, title: str) -> go.Figure:
+    """The metric ``curves[ranking]`` ``[K]`` as ``removed[k]`` heads are ablated together, one line per
+    ranking, and a horizontal line at the intact model's value."""
+    removed = np.asarray(removed)
+    share = np.round(100 * removed / max(total_heads, 1)).astype(int)
+    fig = go.Figure()
+    for ranking, values in curves.items():
+        name, colour, dash = RANKING_STYLE.get(ranking, (ranking, None, "solid"))
+        fig.add_trace(go.Scatter(
+            x=removed, y=np.asarray(values, dtype=np.float64), mode="lines+markers", name=name, customdata=share,
+            line={"color": colour, "dash": dash, "width": 3},
+            hovertemplate=(f"{name}<br>%{{x}} of {total_heads} heads removed (%{{customdata}} %)<br>"
+                           f"{metric_name}: %{{y:.4f}}<extra></extra>")))
+    fig.add_hline(y=intact, line={"color": "black", "dash": "dot"}, annotation_text=f"all heads: {intact:.4f}",
+                  annotation_position="top right", annotation_font_size=TICK_FONT_SIZE)
+    fig.update_xaxes(title="heads removed", range=[-0.5, total_heads + 0.5], tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=metric_name, tickfont={"size": TICK_FONT_SIZE})
+    fig.update_layout(legend={"orientation": "h", "y": -0.2, "font": {"size": TICK_FONT_SIZE}})
+    return compact_layout(fig, title, height=540, top=90)
+
+
+def rank_scatter(first: np.ndarray, second: np.ndarray, first_name: str, second_name: str,
+                 correlation: float) -> go.Figure:
+    """Each head's rank by one importance against its rank by the other (1 = most important), with
+    Spearman's correlation in the title; heads on the diagonal are ranked alike."""
+    first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
+    layers, heads = first.shape
+    x, y = importance_ranks(first).ravel(), importance_ranks(second).ravel()
+    labels = [f"layer {l + 1}, head {h + 1}" for l in range(layers) for h in range(heads)]
+    hover = [f"{label}<br>{first_name}: {a:.4g} (rank {i})<br>{second_name}: {b:.4g} (rank {j})"
+             for label, a, b, i, j in zip(labels, first.ravel(), second.ravel(), x, y)]
+    fig = go.Figure(go.Scatter(x=x, y=y, mode="markers", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+                               marker={"size": 11, "color": "#1f5fa8", "opacity": 0.75}, showlegend=False))
+    fig.add_trace(go.Scatter(x=[1, first.size], y=[1, first.size], mode="lines", hoverinfo="skip",
+                             line={"color": "#9ca3af", "dash": "dot"}, showlegend=False))
+    fig.update_xaxes(title=f"rank by {first_name}", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=f"rank by {second_name}", tickfont={"size": TICK_FONT_SIZE})
+    rho = "undefined (a constant score)" if np.isnan(correlation) else f"{correlation:.2f}"
+    return compact_layout(fig, f"Rank against rank · Spearman ρ = {rho}", height=520, top=80)
 
 
 # ---- patching ----------------------------------------------------------------------------------
