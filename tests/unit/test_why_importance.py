@@ -340,7 +340,7 @@ def test_another_threads_pass_on_the_shared_model_sees_no_ablation(mlm, target):
     with torch.no_grad():
         alone = mlm.model(**inputs).logits
     seen = []
-    specs = imp._own_thread([(m, k, f) for m, k, f in imp.head_scale_hooks(mlm, torch.as_tensor(keep[0]))])
+    specs = imp.head_scale_hooks(mlm, torch.as_tensor(keep[0]))  # the core's hooks() keeps them to this thread
 
     def other():
         with torch.no_grad():

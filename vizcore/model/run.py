@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -151,12 +152,23 @@ def hooks(model: torch.nn.Module, specs: Sequence[Hook]) -> Iterator[None]:
 
     Ours run before any hook already there (``prepend``): transformers 5 records hidden states and
     attention with hooks of its own, which must see what a patch changed.
+
+    Each hook acts only in the thread that registered it: the model is shared by every session of the
+    server, and another session's forward pass running at the same moment must neither see this run's
+    ablations and patches nor be recorded into it.
     """
+    owner = threading.get_ident()
+
+    def only_here(function: Callable) -> Callable:
+        def hook(*args):
+            return function(*args) if threading.get_ident() == owner else None
+        return hook
+
     handles = []
     try:
         for module, kind, function in specs:
             register = module.register_forward_pre_hook if kind == "pre" else module.register_forward_hook
-            handles.append(register(function, prepend=True))
+            handles.append(register(only_here(function), prepend=True))
         yield
     finally:
         for handle in handles:

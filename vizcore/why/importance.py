@@ -36,7 +36,7 @@ from vizcore.finetune.datasets import LabelledTexts
 from vizcore.finetune.training import FinetuneResult, SequenceClassifier, collate, encode_texts, pad_id_of
 from vizcore.jobs import BackgroundJob
 from vizcore.model.loading import LoadedModel
-from vizcore.model.run import Hook, head_scale_hooks, hooks
+from vizcore.model.run import head_scale_hooks, hooks
 from vizcore.why.heldout import DEFAULT_RATE, MaskedBatch, heldout_sentences, log_prob_sums, masked_batch
 
 CHUNK_ROWS = 64  # rows per forward pass: about 0.25 s on one core for the shipped model; Stop waits for one
@@ -52,19 +52,6 @@ class Stopped(Exception):
 
 
 # ---- targets -----------------------------------------------------------------------------------
-
-def _own_thread(specs: Sequence[Hook]) -> list[Hook]:
-    """The hooks, acting only in the thread that made them: they sit on a model other sessions may be
-    running at the same moment (the shared masked-LM), whose passes must not see this run's ablations."""
-    me = threading.get_ident()
-
-    def only_mine(function: Callable) -> Callable:
-        def hook(*args):
-            return function(*args) if threading.get_ident() == me else None
-        return hook
-
-    return [(module, kind, only_mine(function)) for module, kind, function in specs]
-
 
 def _rows(inputs: dict[str, torch.Tensor], examples: np.ndarray) -> dict[str, torch.Tensor]:
     """These examples' rows, cut to the longest of them (the set is right-padded): each (B, T')."""
@@ -100,7 +87,7 @@ class MaskedLMTarget:
         sums ``(B, M)`` and what they average over ``(B,)`` (its masked words)."""
         inputs = _rows({**self.batch.inputs, "labels": self.batch.labels}, examples)
         labels = inputs.pop("labels")
-        sums, counts = log_prob_sums(self.loaded, inputs, labels, _own_thread(head_scale_hooks(self.loaded, scale)),
+        sums, counts = log_prob_sums(self.loaded, inputs, labels, head_scale_hooks(self.loaded, scale),
                                      grad=grad)
         return sums[:, None], counts
 
@@ -133,7 +120,7 @@ class ClassifierTarget:
         """Per row: (loss, correct) ``(B, 2)`` and ones ``(B,)``; see ``MaskedLMTarget.scores``."""
         batch = _rows(self.inputs, examples)
         labels = self.labels[torch.as_tensor(examples, device=self.labels.device)]
-        specs = _own_thread(head_scale_hooks(self.loaded, scale))
+        specs = head_scale_hooks(self.loaded, scale)
         with (torch.enable_grad() if grad else torch.inference_mode()), hooks(self.loaded.model, specs):
             logits = self.classifier(batch).float()  # (B, C)
             loss = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
