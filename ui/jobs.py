@@ -105,9 +105,9 @@ def show_status(job: BackgroundJob) -> bool:
 def stopped_text(job: BackgroundJob, kept: str) -> str:
     """What to say about a stopped job: ``kept`` when it ran and kept its partial result."""
     if job.released:
-        return "Ended when this tab disconnected, and what it had made was freed. Train again to start over."
+        return f"Ended when this tab disconnected, and what it had made was freed. {job.again} to start over."
     if not job.started:
-        return "Stopped before it started: nothing was trained."
+        return f"Stopped before it started: nothing was {job.done_word}."
     return kept
 
 

@@ -56,6 +56,8 @@ class BackgroundJob:
     name = "vizcore-job"
     kind = "run"  # what the queue's messages call it ("fine-tuning run")
     failure = "The run failed"  # prefix of the message of an unexpected exception
+    again = "Train again"  # what the page's button does, for "... to start over"
+    done_word = "trained"  # "Stopped before it started: nothing was trained."
     threads = 1
 
     def __init__(self) -> None:

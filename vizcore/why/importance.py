@@ -457,6 +457,8 @@ class ImportanceJob(BackgroundJob):
     name = "vizcore-importance"
     kind = "head-importance run"
     failure = "The importance run failed"
+    again = "Start again"
+    done_word = "ranked"
 
     def __init__(self, target: Target, curve_points: int = DEFAULT_CURVE_POINTS, seed: int = 0, threads: int = 1):
         curve_steps(target.loaded.num_layers * target.loaded.num_heads, curve_points)  # bad settings fail here
