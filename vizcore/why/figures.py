@@ -42,7 +42,7 @@ def _coloured_tokens(tokens: list[str], values: np.ndarray, name: str) -> str:
     bound, spans = _bound(values), []
     for token, value in zip(display_tokens(tokens), values):
         strong = abs(value) > 0.6 * bound
-        spans.append(f'<span title="{html.escape(token)} · {name}: {value:+.4g}" style="background:'
+        spans.append(f'<span title="{html.escape(f"{token} · {name}: {value:+.4g}")}" style="background:'
                      f'{_diverging_colour(value, bound)};color:{"white" if strong else "black"};padding:2px 5px;'
                      f'margin:2px;border-radius:4px;display:inline-block">{html.escape(token)}</span>')
     return "".join(spans)
