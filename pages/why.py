@@ -6,8 +6,7 @@ vizcore/why/figures.py · CLI: python -m vizcore ablate | patch | attribute (viz
 
 import streamlit as st
 
-from ui import url_state, why
-from ui import why_ablation, why_attribution, why_importance, why_patching
+from ui import url_state, why, why_ablation, why_attribution, why_importance, why_patching
 
 st.title("Why did the model say that?")
 st.markdown(
@@ -16,10 +15,10 @@ st.markdown(
     "activation from another sentence into this one, and **attribute** the answer to the input words "
     "with gradients, left-out words and attention rollout side by side.")
 
-for problem in why.read_url():
+for problem in why.read_url(why_ablation.URL_PARAMS, why_importance.URL_PARAMS, why_patching.URL_PARAMS):
     st.warning(problem)
 part = why.choose_part()
-ctx = why.context()
+ctx = why.context(needs_mask=part in ("ablation", "attribution"))
 sections = {"ablation": why_ablation, "importance": why_importance, "patching": why_patching,
             "attribution": why_attribution}
 params = sections[part].show(ctx) or {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ui import training
+from ui import training, url_state
 from ui.feedback import or_stop
 from ui.state import Selection, get_model, selection
 from vizcore.errors import VizError
@@ -48,7 +48,7 @@ class WhyContext:
     device: str
     loaded: LoadedModel  # with its masked-LM head; shared and read-only
     sentence: str  # the sidebar's sentence, unmasked when a word was picked (what a classifier reads)
-    masked: str  # the sentence with [MASK]
+    masked: str | None  # the sentence with [MASK] (None for a part that does not explain the sidebar's sentence)
     masked_word: str | None  # the word that was masked (the default answer), None when typed with [MASK]
     classifier: Classifier | None
 
@@ -71,7 +71,9 @@ def masked_model(sel: Selection) -> tuple[str, str]:
     """(model name, note): the sidebar's model when it is a masked-LM, else the offline masked-LM."""
     if sel.model and has_mlm_head(sel.model):
         return sel.model, ""
-    return MLM_MODEL, (f"The sidebar's model `{sel.model}` has no masked-LM head, so this page explains "
+    why_not = ("has no masked-LM head" if sel.model in BUILTIN_MODELS else
+               "could not be loaded with a masked-LM head (not a masked-LM, or not reachable offline)")
+    return MLM_MODEL, (f"The sidebar's model `{sel.model}` {why_not}, so this page explains "
                        f"**{MLM_MODEL}** ({MLM_LABEL}), the same encoder with a head trained here.")
 
 
@@ -99,16 +101,18 @@ def pick_mask(loaded: LoadedModel, text: str) -> tuple[str, str | None]:
     return mask_word(text, word), word.text
 
 
-def context() -> WhyContext:
+def context(needs_mask: bool = True) -> WhyContext:
+    """The model, sentence and classifier of the page; ``needs_mask``: the part explains the sidebar's sentence
+    at a mask (ablation, attribution), so the word picker is drawn."""
     sel = selection()
     name, note = masked_model(sel)
     loaded = or_stop(get_model, name, sel.device, "mlm")
     if note:
         st.caption(note)
-    masked, word = or_stop(pick_mask, loaded, sel.text)
-    return WhyContext(model=name, device=sel.device, loaded=loaded,
-                      sentence=sel.text if word is not None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text),
-                      masked=masked, masked_word=word, classifier=session_classifier())
+    masked, word = or_stop(pick_mask, loaded, sel.text) if needs_mask else (None, None)
+    sentence = sel.text if word is not None or masked is None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text)
+    return WhyContext(model=name, device=sel.device, loaded=loaded, sentence=sentence, masked=masked,
+                      masked_word=word, classifier=session_classifier())
 
 
 def choose_part() -> str:
@@ -119,13 +123,14 @@ def choose_part() -> str:
     return part or "ablation"
 
 
-def read_url() -> list[str]:
-    """The link's part and word (on the session's first visit to the page)."""
-    from ui import url_state
-
+def read_url(*part_params: dict) -> list[str]:
+    """The link's part and word, and each part's own parameters (on the session's first visit to the page)."""
     def part(raw: str) -> str:
         if raw not in PARTS:
             raise ValueError(f"part is one of {', '.join(PARTS)}.")
         return raw
 
-    return url_state.read("why", {"part": (KEY_PART, part), "word": (KEY_WORD, str)})
+    params = {"part": (KEY_PART, part), "word": (KEY_WORD, str)}
+    for more in part_params:
+        params.update(more)
+    return url_state.read("why", params)

@@ -1,13 +1,181 @@
-"""The Why? page's ablation part."""
+"""The Why? page's first part: switch heads off and watch the answer, a classifier and later attention.
+
+Computation: vizcore/why/ablation.py · figures: vizcore/why/figures.py · CLI: python -m vizcore ablate
+"""
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
+from ui.feedback import or_none, or_stop
+from ui.state import get_model
 from ui.why import WhyContext
+from vizcore.errors import VizError
+from vizcore.finetune.analysis import finetuned_model
+from vizcore.mlm.figures import percent
+from vizcore.model.loading import LoadedModel
+from vizcore.plot import attention_heatmap
+from vizcore.why.ablation import (
+    AblationResult,
+    ClassifierEffect,
+    ablate_classifier,
+    ablate_mlm,
+    format_heads,
+    head_means,
+    parse_heads,
+)
+from vizcore.why.figures import before_after_bars, class_bars, layer_head_heatmap
+
+KEY_MODE = "why.ablation.mode"
+KEY_TOP_K = "why.ablation.top_k"
+KEY_WORD = "why.ablation.word"
+KEY_LINK_HEADS = "why.ablation.link_heads"  # heads=3:5,4:1 from a link, applied once the model is known
+URL_PARAMS = {"heads": (KEY_LINK_HEADS, str), "mode": (KEY_MODE, lambda raw: _mode(raw))}
+
+
+def _mode(raw: str) -> str:
+    if raw not in ("zero", "mean"):
+        raise ValueError("mode is zero or mean.")
+    return raw
+
+
+def layer_key(layer: int) -> str:
+    return f"why.ablation.layer{layer}"
+
+
+def chosen_heads(layers: int) -> list[tuple[int, int]]:
+    """The heads ticked in the grid, 0-based (layer, head)."""
+    return [(layer, head - 1) for layer in range(layers) for head in st.session_state.get(layer_key(layer)) or []]
+
+
+def set_heads(heads: list[tuple[int, int]], layers: int) -> None:
+    for layer in range(layers):
+        st.session_state[layer_key(layer)] = sorted(h + 1 for l_, h in heads if l_ == layer)
+
+
+def _preset(kind: str, layers: int, heads: int) -> None:
+    """Callbacks of the preset buttons (they run before the grid is drawn, so they may set it)."""
+    layer = int(st.session_state.get("why.ablation.preset_layer", 1)) - 1
+    keep = int(st.session_state.get("why.ablation.preset_head", 1)) - 1
+    chosen = {"none": [], "layer": [(layer, h) for h in range(heads)],
+              "all_but_one": [(layer, h) for h in range(heads) if h != keep]}[kind]
+    set_heads(chosen, layers)
+
+
+def head_grid(loaded: LoadedModel) -> list[tuple[int, int]]:
+    layers, heads = loaded.num_layers, loaded.num_heads
+    link = st.session_state.pop(KEY_LINK_HEADS, None)
+    if link is not None:
+        try:
+            set_heads(parse_heads(link, layers, heads), layers)
+        except VizError as error:
+            st.warning(f"The link's heads={link[:80]!r} were not used: {error}")
+    st.markdown("**Heads to switch off** (click; numbers are heads, rows are layers)")
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        st.number_input("Layer", 1, layers, key="why.ablation.preset_layer", width=110)
+        st.button("Whole layer", key="why.ablation.preset_whole", on_click=_preset, args=("layer", layers, heads))
+        st.number_input("Keep head", 1, heads, key="why.ablation.preset_head", width=130)
+        st.button("All but that head", key="why.ablation.preset_but_one",
+                  on_click=_preset, args=("all_but_one", layers, heads))
+        st.button("None", key="why.ablation.preset_none", on_click=_preset, args=("none", layers, heads))
+    for layer in range(layers):
+        label, grid = st.columns([1, 9], vertical_alignment="center")
+        label.markdown(f"**Layer {layer + 1}**")
+        grid.pills(f"Layer {layer + 1}", list(range(1, heads + 1)), selection_mode="multi", key=layer_key(layer),
+                   label_visibility="collapsed")
+    return chosen_heads(layers)
+
+
+@st.cache_resource(show_spinner="Averaging each head's output over the reference sentences…", max_entries=4)
+def _means(name: str, device: str):
+    return head_means(get_model(name, device, "mlm"))
+
+
+def settings(ctx: WhyContext) -> tuple[str, int, str]:
+    left, middle, right = st.columns(3)
+    mode = left.radio("Switched off means", ("zero", "mean"), key=KEY_MODE, horizontal=True,
+                      format_func={"zero": "output set to zero", "mean": "output set to its mean"}.get,
+                      help="Mean: the head's average output over 24 reference sentences, the same at every "
+                           "position; only what is specific to this sentence is lost.")
+    top_k = middle.slider("Words shown (top-k)", 3, 15, 8, key=KEY_TOP_K)
+    previous = st.session_state.get("why.ablation.word_for")
+    untouched = st.session_state.get(KEY_WORD) == (previous or "")
+    if KEY_WORD not in st.session_state or (previous != ctx.masked_word and untouched):
+        st.session_state[KEY_WORD] = ctx.masked_word or ""  # follows the picked word until the user types another
+    st.session_state["why.ablation.word_for"] = ctx.masked_word
+    word = right.text_input("Follow this word's probability", key=KEY_WORD,
+                            help="Default: the word that was masked. One token of the model's vocabulary.")
+    return mode, top_k, word.strip()
 
 
 def show(ctx: WhyContext) -> dict:
-    """Draw the part; returns its URL parameters."""
-    st.info("Coming in this change.")
-    return {}
+    loaded = ctx.loaded
+    st.markdown(f"Sentence: **{ctx.masked}**")
+    mode, top_k, word = settings(ctx)
+    heads = head_grid(loaded)
+    means = _means(ctx.model, ctx.device) if mode == "mean" and heads else None
+    result = or_stop(ablate_mlm, loaded, ctx.masked, heads, mode, top_k, word or None, means)
+    answer_section(result, heads)
+    if ctx.classifier is not None:
+        classifier_section(ctx, heads, mode)
+    attention_section(result, heads)
+    st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),
+                       file_name="ablation.json", mime="application/json", key="why.ablation.download")
+    return {"heads": format_heads(heads) or None, "mode": mode}
+
+
+def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None:
+    if not heads:
+        st.info("No head is switched off: the answer below is the plain model's, exactly as on the Fill-mask "
+                "page. Click heads in the grid to switch them off.")
+    for number, mask in enumerate(result.masks):
+        columns = st.columns([3, 1])
+        title = f"Mask {number + 1}: each word's probability" if len(result.masks) > 1 else \
+            "The masked word: each word's probability"
+        columns[0].plotly_chart(before_after_bars(mask.compared, title), key=f"why.ablation.bars{number}",
+                                config={"displaylogo": False})
+        if mask.word is not None:
+            columns[1].metric(f"P({mask.word})", percent(mask.word_after),
+                              f"{(mask.word_after - mask.word_before) * 100:+.2f} points",
+                              help=f"With every head: {mask.word_before:.4%}")
+        columns[1].metric("Top word", mask.ablated[0].token,
+                          "unchanged" if mask.ablated[0].token_id == mask.baseline[0].token_id
+                          else f"was {mask.baseline[0].token}", delta_color="off")
+
+
+def classifier_section(ctx: WhyContext, heads: list[tuple[int, int]], mode: str) -> None:
+    st.subheader("Your fine-tuned classifier")
+    classifier = ctx.classifier
+    encoder = finetuned_model(classifier.base, classifier.result)
+    effect: ClassifierEffect | None = or_none(
+        ablate_classifier, classifier.result.classifier, encoder, classifier.result.label_names, ctx.sentence,
+        classifier.result.config.max_length, heads, mode)
+    if effect is not None:
+        st.plotly_chart(class_bars(effect.labels, effect.before, effect.after,
+                                   f"Class probabilities of “{ctx.sentence[:60]}”"),
+                        key="why.ablation.classes", config={"displaylogo": False})
+        st.caption("The same heads are switched off in the classifier's own (fine-tuned) encoder.")
+
+
+def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> None:
+    st.subheader("What later layers look at now")
+    change = result.attention_change()
+    st.plotly_chart(layer_head_heatmap(change, "How far each head's attention moved (✕ = switched off)",
+                                       "moved (TV)", diverging=False, marked=heads, zrange=(0.0, max(0.05, float(
+                                           change.max())))), key="why.ablation.moved", config={"displaylogo": False})
+    st.caption("Moved = the total variation distance between a head's attention rows with every head and with "
+               "the chosen heads off, averaged over tokens: 0 = unchanged, 1 = looks somewhere else entirely. "
+               "Layers up to the first switched-off head cannot move.")
+    layers, n_heads = change.shape
+    default = divmod(int(change.argmax()), n_heads) if change.max() > 0 else (layers - 1, 0)
+    left, right = st.columns(2)
+    layer = left.number_input("Layer", 1, layers, default[0] + 1, key="why.ablation.view_layer") - 1
+    head = right.number_input("Head", 1, n_heads, default[1] + 1, key="why.ablation.view_head") - 1
+    columns = st.columns(2)
+    for column, matrix, when in ((columns[0], result.attention_before, "every head"),
+                                 (columns[1], result.attention_after, "heads off")):
+        column.plotly_chart(attention_heatmap(matrix[layer, head], result.tokens,
+                                              title=f"Layer {layer + 1}, head {head + 1}: {when}"),
+                            key=f"why.ablation.attention.{when}", config={"displaylogo": False})

@@ -18,7 +18,7 @@ from tests.e2e.conftest import external_requests, screenshot, streamlit_server, 
 SENTENCE = "The dog barked."
 MASKED = "The dog [MASK] at the cat."
 TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", "Fill-mask",
-          "Fine-tuning lab"]
+          "Fine-tuning lab", "Why?"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
 FIRST_RUN_MS = 240_000  # a fresh server imports torch and loads a model on 2 shared cores
@@ -35,6 +35,7 @@ CASES = {
                   BARS),
     "finetune": ("/finetune", {"text": SENTENCE}, "Fine-tuning lab", "Fine-tuning lab",
                  '[data-testid="stButton"] button:has-text("Train")'),
+    "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),
 }
 
 
@@ -53,6 +54,9 @@ def check_query_parameters(page, name: str) -> None:
         assert "the dog [MASK] at the cat ." in page.get_by_text("Tokens:").first.inner_text()  # tokenised
         return
     assert sidebar_sentence(page) == SENTENCE
+    if name == "why":  # the link's heads are ticked, and the picked word is the sentence's last
+        assert "heads=6%3A4%2C6%3A6" in page.url or "heads=6:4,6:6" in page.url
+        assert "The dog [MASK]." in page.get_by_text("Sentence:").first.inner_text()
     if name in {"home", "attention", "step-by-step"}:
         assert "barked" in chart_texts(page)  # the charts are of the link's sentence
     if name == "attention":

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from transformers import BatchEncoding, PreTrainedModel
 
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
-from vizcore.model.run import check_text, encode, model_inputs
+from vizcore.model.run import Hook, check_text, encode, model_inputs
 from vizcore.model.run import forward as core_forward
 
 LITERAL_MASK = "[MASK]"
@@ -182,10 +182,11 @@ def separable_head(loaded: LoadedModel) -> Callable[[torch.Tensor], torch.Tensor
 
 
 def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], masks: list[int],
-            details: bool = True) -> MaskedForward:
-    """The model only; with ``details``, every layer's hidden states and attention weights too."""
+            details: bool = True, specs: Sequence[Hook] = ()) -> MaskedForward:
+    """The model only; with ``details``, every layer's hidden states and attention weights too.
+    ``specs``: hooks of an intervention (the Why? page's head ablation); none for the plain answer."""
     head = separable_head(loaded)
-    output = core_forward(loaded, inputs, hidden=details, attention=details, base_only=head is not None)
+    output = core_forward(loaded, inputs, specs, hidden=details, attention=details, base_only=head is not None)
     if head is not None:
         with torch.inference_mode():
             mask_logits = head(output.last_hidden_state[0, masks])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -151,12 +152,23 @@ def hooks(model: torch.nn.Module, specs: Sequence[Hook]) -> Iterator[None]:
 
     Ours run before any hook already there (``prepend``): transformers 5 records hidden states and
     attention with hooks of its own, which must see what a patch changed.
+
+    Each hook acts only in the thread that registered it: the model is shared by every session of the
+    server, and another session's forward pass running at the same moment must neither see this run's
+    ablations and patches nor be recorded into it.
     """
+    owner = threading.get_ident()
+
+    def only_here(function: Callable) -> Callable:
+        def hook(*args):
+            return function(*args) if threading.get_ident() == owner else None
+        return hook
+
     handles = []
     try:
         for module, kind, function in specs:
             register = module.register_forward_pre_hook if kind == "pre" else module.register_forward_hook
-            handles.append(register(function, prepend=True))
+            handles.append(register(only_here(function), prepend=True))
         yield
     finally:
         for handle in handles:
@@ -218,8 +230,9 @@ class _Recorder:
             mine = [a for a in self.ablations if a.layer == index]
             if mine or self.capture.head_outputs:
                 specs.append((archs.get(block, attn.out), "pre", self._out_hook(index, mine)))
-        for patch in self.patches:
-            specs.append((self._hidden_state_module(patch.layer), "post", self._patch_hook(patch)))
+        for layer in sorted({p.layer for p in self.patches}):  # one hook (one copy of the batch) per layer
+            mine = [p for p in self.patches if p.layer == layer]
+            specs.append((self._hidden_state_module(layer), "post", self._patch_hook(mine)))
         return specs
 
     def _qkv_specs(self, index: int, block: torch.nn.Module, attn: archs.Attn) -> list[Hook]:
@@ -250,16 +263,17 @@ class _Recorder:
             return (heads.reshape(x.shape), *inputs[1:])
         return hook
 
-    def _patch_hook(self, patch: Patch) -> Callable:
-        values = torch.as_tensor(np.asarray(patch.values))
-        positions = torch.as_tensor(patch.positions, dtype=torch.long)
+    def _patch_hook(self, patches: list[Patch]) -> Callable:
+        """One hook for every patch of one hidden state: the batch is copied once, then each patch written."""
+        parts = [(torch.as_tensor(np.asarray(p.values)), torch.as_tensor(p.positions, dtype=torch.long), p.rows)
+                 for p in patches]
 
         def hook(module, inputs, output):
-            hidden = output[0] if isinstance(output, tuple) else output  # (B, T, d)
-            hidden = hidden.clone()
-            rows = _rows(patch.rows, hidden.shape[0], "a patch")
-            rows = torch.arange(hidden.shape[0]) if isinstance(rows, slice) else torch.as_tensor(rows)
-            hidden[rows[:, None], positions[None, :]] = values.to(hidden.dtype).to(hidden.device)
+            hidden = (output[0] if isinstance(output, tuple) else output).clone()  # (B, T, d)
+            for values, positions, rows in parts:
+                rows = _rows(rows, hidden.shape[0], "a patch")
+                rows = torch.arange(hidden.shape[0]) if isinstance(rows, slice) else torch.as_tensor(rows)
+                hidden[rows[:, None], positions[None, :]] = values.to(hidden.dtype).to(hidden.device)
             return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
         return hook
 

@@ -21,22 +21,72 @@ from vizcore.errors import VizError
 from vizcore.model.catalog import MLM_MODEL
 
 
-def _mlm(args: argparse.Namespace):
+def _mlm(args: argparse.Namespace, *texts: str):
+    """The masked-LM, after the checks that need no model (a built-in's mask is [MASK]: say it is missing
+    before spending seconds on loading)."""
+    from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK
+    from vizcore.model.catalog import BUILTIN_MODELS
     from vizcore.model.loading import load_model
+    from vizcore.model.run import check_text
 
+    for text in texts:
+        check_text(text)
+        if args.model in BUILTIN_MODELS and not TYPED_MASK.search(text):
+            raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
     return load_model(args.model, device=args.device, head="mlm")
 
 
 # ---- ablate ------------------------------------------------------------------------------------
 
 def _ablate(args: argparse.Namespace) -> dict:
-    raise NotImplementedError
+    from vizcore.why.ablation import ablate_mlm, parse_heads
+
+    parse_heads(args.heads, 10**6, 10**6)  # the syntax, before loading
+    loaded = _mlm(args, args.text)
+    heads = parse_heads(args.heads, loaded.num_layers, loaded.num_heads)
+    if not heads:
+        raise VizError("No heads to ablate: give --heads layer:head[,layer:head...], 1-based, e.g. 3:5,4:1.")
+    result = ablate_mlm(loaded, args.text, heads, mode=args.mode, top_k=args.top_k)
+    payload = result.to_dict()
+    return {"model": payload["model"], "heads": payload["heads"], "masks": payload["masks"],
+            "mode": payload["mode"], "tokens": payload["tokens"], "device": str(loaded.device)}
+
+
+def _register_ablate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ablate", help="switch attention heads off and compare the masked-LM's answer before and after")
+    parser.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The capital of France is [MASK]."')
+    parser.add_argument("--heads", required=True, help="heads to ablate, layer:head, 1-based, e.g. 3:5,4:1")
+    parser.add_argument("--mode", choices=("zero", "mean"), default="zero",
+                        help="zero the heads' output, or replace it with its mean over reference sentences "
+                             "(default: %(default)s)")
+    parser.add_argument("--top-k", type=int, default=5, help="predictions per mask (default: %(default)s)")
+    add_model_options(parser, default=MLM_MODEL)
+    add_format_option(parser)
+    parser.set_defaults(handler=_ablate)
 
 
 # ---- patch -------------------------------------------------------------------------------------
 
 def _patch(args: argparse.Namespace) -> dict:
-    raise NotImplementedError
+    from vizcore.why.patching import patch_sweep
+
+    loaded = _mlm(args, args.clean, args.corrupt)
+    result = patch_sweep(loaded, args.clean, args.corrupt, args.answer, args.contrast)
+    return {**result.to_dict(), "device": str(loaded.device)}
+
+
+def _register_patch(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "patch", help="activation patching: how much of the answer each layer x position of a clean run restores")
+    parser.add_argument("--clean", required=True, help='e.g. "The capital of France is [MASK]."')
+    parser.add_argument("--corrupt", required=True,
+                        help='the same number of tokens, e.g. "The capital of Italy is [MASK]."')
+    parser.add_argument("--answer", required=True, help="the clean sentence's answer, one token (e.g. paris)")
+    parser.add_argument("--contrast", required=True, help="the corrupted sentence's answer (e.g. rome)")
+    add_model_options(parser, default=MLM_MODEL)
+    add_format_option(parser)
+    parser.set_defaults(handler=_patch)
 
 
 # ---- attribute ---------------------------------------------------------------------------------
@@ -78,4 +128,6 @@ def _register_attribute(subparsers: argparse._SubParsersAction) -> None:
 # ---- registration ------------------------------------------------------------------------------
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    _register_ablate(subparsers)
+    _register_patch(subparsers)
     _register_attribute(subparsers)

@@ -1,0 +1,128 @@
+"""The Why? page's ablation and patching parts in AppTest: what a user sees, the link, bad input."""
+
+from __future__ import annotations
+
+import copy
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tests.app.conftest import decode_plotly, set_shared
+
+FRANCE = "The capital of France is [MASK]."
+
+
+def why(new_app, **params):
+    return new_app("pages/why.py", **params).run()
+
+
+def chart(at, key: str) -> dict:
+    element = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(key) or key in e.proto.id)
+    return json.loads(element.proto.spec)
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_the_sidebar_sentence_gets_a_word_picker_and_the_offline_masked_lm(new_app):
+    at = why(new_app)
+    assert not at.exception and not at.error
+    assert "has no masked-LM head" in at.caption[0].value and "minilm-mlm-tuned" in at.caption[0].value
+    assert at.selectbox(key="why.word").value == "tired"
+    assert any("The animal didn't cross the street because it was too [MASK]." in m.value for m in at.markdown)
+    assert at.info and "No head is switched off" in at.info[0].value
+    assert metrics(at)["P(tired)"].endswith("%")
+
+
+def test_clicking_heads_changes_the_answer_and_the_link(new_app):
+    at = why(new_app)
+    set_shared(at, text=FRANCE)
+    at.text_input(key="why.ablation.word").set_value("paris").run()
+    before = metrics(at)["P(paris)"]
+    at.session_state["why.ablation.layer5"] = [4, 6]
+    at.run()
+    assert not at.exception and not at.error
+    after = metrics(at)["P(paris)"]
+    assert after != before
+    assert at.query_params["heads"] in ("6:4,6:6", ["6:4,6:6"])
+    moved = np.asarray(chart(at, "why.ablation.moved")["data"][0]["text"])
+    assert moved[5][3] == "✕" and moved[5][5] == "✕" and moved[0][0] == ""
+
+
+def test_presets_fill_a_layer_and_leave_one_head(new_app):
+    at = why(new_app)
+    at.number_input(key="why.ablation.preset_layer").set_value(2)
+    at.button(key="why.ablation.preset_whole").click().run()
+    assert at.session_state["why.ablation.layer1"] == list(range(1, 13))
+    at.number_input(key="why.ablation.preset_head").set_value(7)
+    at.button(key="why.ablation.preset_but_one").click().run()
+    assert at.session_state["why.ablation.layer1"] == [h for h in range(1, 13) if h != 7]
+    at.button(key="why.ablation.preset_none").click().run()
+    assert at.session_state["why.ablation.layer1"] == []
+    assert not at.exception and not at.error
+
+
+def test_a_link_sets_heads_and_mode_and_a_bad_one_is_reported(new_app):
+    at = why(new_app, heads="6:4,6:6", mode="mean", text=FRANCE)
+    assert not at.exception and not at.error
+    assert at.session_state["why.ablation.layer5"] == [4, 6] and at.radio(key="why.ablation.mode").value == "mean"
+    bad = why(new_app, heads="9:9", mode="half")
+    assert not bad.exception
+    warnings = " ".join(w.value for w in bad.warning)
+    assert "heads='9:9'" in warnings and "mode='half'" in warnings
+
+
+def test_a_bad_word_to_follow_is_a_message_and_keeps_the_heads(new_app):
+    at = why(new_app, heads="1:1")
+    at.text_input(key="why.ablation.word").set_value("antidisestablishmentarianism").run()
+    assert not at.exception
+    assert at.error and "not one token" in at.error[0].value
+    assert at.session_state["why.ablation.layer0"] == [1]
+
+
+def test_a_fine_tuned_classifier_of_this_session_is_ablated_too(new_app):
+    from ui.state import get_model
+    from vizcore.finetune.training import SequenceClassifier
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    base = get_model(DEFAULT_MODEL, "auto", "base")
+    classifier = SequenceClassifier(copy.deepcopy(base.model), num_labels=2).eval()
+    result = SimpleNamespace(classifier=classifier, label_names=("negative", "positive"),
+                             config=SimpleNamespace(max_length=64))
+    at = why(new_app)
+    at.session_state["finetune.job"] = SimpleNamespace(finished=True, result=result, data=None, loaded=base)
+    at.session_state["why.ablation.layer0"] = list(range(1, 13))
+    at.run()
+    assert not at.exception and not at.error
+    bars = chart(at, "why.ablation.classes")["data"]
+    assert [t["name"] for t in bars] == ["all heads", "heads off"] and bars[0]["x"] == ["negative", "positive"]
+    assert bars[0]["y"] != bars[1]["y"]
+
+
+def test_patching_shows_the_identities_and_refuses_unequal_lengths(new_app):
+    at = why(new_app, part="patching")
+    assert not at.exception and not at.error
+    assert metrics(at)["LD clean"] == "1.953" and metrics(at)["LD corrupted"] == "-0.554"
+    z = decode_plotly(chart(at, "why.patching.states")["data"][0]["z"])
+    assert z.shape == (7, 9) and z[-1, 6] == pytest.approx(1.0, abs=1e-5) and z[0, 4] == pytest.approx(1.0, abs=1e-5)
+    at.text_input(key="why.patching.corrupt").set_value("The capital of the United Kingdom is [MASK].").run()
+    assert not at.exception
+    assert at.error and "same number of tokens" in at.error[0].value and "'kingdom'" in at.error[0].value
+    assert at.text_input(key="why.patching.corrupt").value == "The capital of the United Kingdom is [MASK]."
+    at.button(key="why.patching.example1").click().run()
+    assert not at.error and at.text_input(key="why.patching.answer").value == "he"
+    assert at.query_params["clean"] in ("John said that [MASK] was tired because he worked all day.",
+                                        ["John said that [MASK] was tired because he worked all day."])
+
+
+def test_the_followed_word_follows_the_picked_word_until_one_is_typed(new_app):
+    at = why(new_app)
+    assert at.text_input(key="why.ablation.word").value == "tired"
+    at.selectbox(key="why.word").set_value("street").run()
+    assert at.text_input(key="why.ablation.word").value == "street" and "P(street)" in metrics(at)
+    at.text_input(key="why.ablation.word").set_value("road").run()
+    at.selectbox(key="why.word").set_value("animal").run()
+    assert at.text_input(key="why.ablation.word").value == "road"
