@@ -33,18 +33,28 @@ from vizcore.why.targets import word_id
 
 KEY_EXPLAIN = "why.attribution.explain"  # "answer" | "class"
 KEY_ANSWER = "why.attribution.answer"
-KEY_ANSWER_FOR = "why.attribution.answer_for"  # the masked sentence the answer was set for
+KEY_ANSWER_FOR = "why.attribution.answer_for"  # the picked word the answer followed
 KEY_CLASS = "why.attribution.class"
 KEY_STEPS = "why.attribution.steps"
 KEY_LAST_CLASS = "why.attribution.last_class"  # (key, Attribution) of the session's classifier
+KEY_LINK_TARGET = "why.attribution.link_target"  # a link's target=, applied once the kind of output is known
 MAX_UI_STEPS = 400
 EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 
 
+def _explain(raw: str) -> str:
+    if raw not in EXPLAIN:
+        raise ValueError(f"explain is one of {', '.join(EXPLAIN)}.")
+    return raw
+
+
+# ``target`` is the answer word, or the class name with explain=class (patching has its own ``answer``).
+URL_PARAMS = {"explain": (KEY_EXPLAIN, _explain), "target": (KEY_LINK_TARGET, str),
+              "steps": (KEY_STEPS, url_state.integer_in(1, MAX_UI_STEPS, "steps"))}
+
+
 def show(ctx: WhyContext) -> dict:
     """Draw the part; returns its URL parameters."""
-    for problem in _read_url(ctx):
-        st.warning(problem)
     st.markdown(
         "Four ways to say which input tokens an output depends on. **Gradients** ask how fast the output "
         "would change if a token's embedding were scaled; **integrated gradients** add those changes up along "
@@ -52,6 +62,9 @@ def show(ctx: WhyContext) -> dict:
         "each token and runs the model again; **attention rollout** follows attention weights alone through "
         "the layers. Where rollout disagrees with the others, attention is not the explanation.")
     explain = _choose_explain(ctx)
+    link = st.session_state.pop(KEY_LINK_TARGET, None)
+    if link is not None:
+        st.session_state[KEY_CLASS if explain == "class" else KEY_ANSWER] = link
     url_state.settle(KEY_STEPS, DEFAULT_STEPS, 1, MAX_UI_STEPS)
     steps = st.slider("Integrated gradients: steps on the path", 1, MAX_UI_STEPS, key=KEY_STEPS,
                       help=f"Points of the path integral (Gauss-Legendre). {DEFAULT_STEPS} keep the completeness "
@@ -59,27 +72,12 @@ def show(ctx: WhyContext) -> dict:
     if explain == "class":
         label = _choose_class(ctx.classifier, ctx.sentence)
         result = or_stop(_class_attribution, ctx.classifier, ctx.sentence, label, steps)
-        params = {"explain": "class", "class": result.token}
     else:
         answer = _choose_answer(ctx)
         result = or_stop(_answer_attribution, ctx.model, ctx.device, ctx.masked, answer, steps)
-        params = {"answer": answer}
     _show_result(result, ctx, explain)
-    return {**params, "steps": steps}
-
-
-def _read_url(ctx: WhyContext) -> list[str]:
-    def explain(raw: str) -> str:
-        if raw not in EXPLAIN:
-            raise ValueError(f"explain is one of {', '.join(EXPLAIN)}.")
-        return raw
-
-    problems = url_state.read("why.attribution", {
-        "explain": (KEY_EXPLAIN, explain), "answer": (KEY_ANSWER, str), "class": (KEY_CLASS, str),
-        "steps": (KEY_STEPS, url_state.integer_in(1, MAX_UI_STEPS, "steps"))})
-    if KEY_ANSWER in st.session_state:  # from the link: it is the answer for this sentence
-        st.session_state.setdefault(KEY_ANSWER_FOR, ctx.masked)
-    return problems
+    return {"explain": "class" if explain == "class" else None,
+            "target": result.token if explain == "class" else answer, "steps": steps}
 
 
 def _choose_explain(ctx: WhyContext) -> str:
@@ -92,10 +90,13 @@ def _choose_explain(ctx: WhyContext) -> str:
 
 
 def _choose_answer(ctx: WhyContext) -> str | None:
-    """The word explained at the mask: typed, by default the masked word; None = the top prediction."""
-    if st.session_state.get(KEY_ANSWER_FOR) != ctx.masked or KEY_ANSWER not in st.session_state:
-        st.session_state[KEY_ANSWER_FOR] = ctx.masked
+    """The word explained at the mask: by default the picked word (it follows the picker until another
+    word is typed, as on the ablation part); empty = the top prediction (returned as None)."""
+    previous = st.session_state.get(KEY_ANSWER_FOR)
+    untouched = st.session_state.get(KEY_ANSWER) == (previous or "")
+    if KEY_ANSWER not in st.session_state or (previous != ctx.masked_word and untouched):
         st.session_state[KEY_ANSWER] = ctx.masked_word or ""
+    st.session_state[KEY_ANSWER_FOR] = ctx.masked_word
     typed = st.text_input("Answer (one token; empty = the model's top prediction)", key=KEY_ANSWER).strip()
     if typed and typed == ctx.masked_word:
         try:
@@ -107,6 +108,7 @@ def _choose_answer(ctx: WhyContext) -> str | None:
 
 
 def _choose_class(classifier: Classifier, sentence: str) -> int:
+    """The class explained: by default the predicted one (a link's explain=class&target=NAME picks it)."""
     result = classifier.result
     names = list(result.label_names)
     probs = predict_proba(result.classifier, result.tokenizer, [sentence], result.config.max_length)[0]

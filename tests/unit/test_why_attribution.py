@@ -45,7 +45,8 @@ def direct_f(loaded: LoadedModel, answer: int, ids: list[int] | None = None,
     if embeds is None:
         logits = loaded.model(input_ids=torch.tensor([ids])).logits
     else:
-        logits = loaded.model(inputs_embeds=embeds, attention_mask=torch.ones(embeds.shape[:2], dtype=torch.long)).logits
+        mask_ones = torch.ones(embeds.shape[:2], dtype=torch.long)
+        logits = loaded.model(inputs_embeds=embeds, attention_mask=mask_ones).logits
     return logits[:, mask].softmax(-1)[:, answer]
 
 
@@ -300,8 +301,8 @@ def test_bars_split_by_sign_with_exact_values_and_the_heatmap_writes_its_values(
     np.testing.assert_array_equal(lowers.y, [np.nan, -0.1, np.nan])
     assert "%{y:+.4g}" in raises.hovertemplate and [t.showlegend for t in fig.data] == [True, True, False, False]
     heat = method_correlation_heatmap(np.array([[1.0, np.nan], [np.nan, 1.0]]), ["x", "y"]).data[0]
-    assert [list(row) for row in heat.text] == [["+1.00", "n/a"], ["n/a", "+1.00"]] and (heat.zmin, heat.zmax) == (-1, 1)
-    assert heat.colorbar.title.text == "Spearman ρ"
+    assert [list(row) for row in heat.text] == [["+1.00", "n/a"], ["n/a", "+1.00"]]
+    assert (heat.zmin, heat.zmax) == (-1, 1) and heat.colorbar.title.text == "Spearman ρ"
 
 
 # ---- the attribute command ---------------------------------------------------------------------

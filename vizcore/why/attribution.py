@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 
 from vizcore.attention.aggregate import attention_rollout
@@ -39,6 +38,7 @@ from vizcore.mlm.fill_mask import decode_token
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import check_text
 from vizcore.model.run import forward as core_forward
+from vizcore.why.importance import rank_correlation as spearman
 from vizcore.why.targets import mask_logits, masked_input, word_id
 
 METHODS = {
@@ -110,8 +110,8 @@ def answer_target(loaded: LoadedModel, text: str, answer: str | None = None) -> 
         return core_forward(loaded, batch, hidden=False, attention=True, base_only=True).attentions
 
     ids = masked.inputs["input_ids"][0].tolist()
-    return Target(token=decode_token(loaded, answer_id).strip(), output=answer_id, tokens=masked.tokens, inputs=masked.inputs,
-                  ordinary=np.array([i not in special for i in ids]), readout=(mask,),
+    return Target(token=decode_token(loaded, answer_id).strip(), output=answer_id, tokens=masked.tokens,
+                  inputs=masked.inputs, ordinary=np.array([i not in special for i in ids]), readout=(mask,),
                   embeddings=loaded.model.get_input_embeddings(), pad_id=pad_id_of(loaded.tokenizer),
                   probability=probability, attention=attention, mask_index=mask)
 
@@ -262,8 +262,8 @@ def rollout(target: Target) -> np.ndarray:
 def rank_correlation(scores: dict[str, np.ndarray], ordinary: np.ndarray) -> np.ndarray:
     """Spearman's rank correlation between methods over the ordinary tokens, [method, method] in the
     order of ``scores`` (nan where fewer than 2 tokens, or a method gives them all the same value)."""
-    table = pd.DataFrame({name: values[ordinary] for name, values in scores.items()}, dtype=np.float64)
-    return table.corr(method="spearman").to_numpy()
+    columns = [np.asarray(values)[ordinary] for values in scores.values()]
+    return np.array([[spearman(a, b) for b in columns] for a in columns])
 
 
 @dataclass(frozen=True)
