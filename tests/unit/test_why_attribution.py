@@ -122,7 +122,7 @@ def test_batches_shrink_with_the_square_of_the_length():
     assert attr.batch_rows(512, 50) == 1
 
 
-def test_occlusion_equals_explicit_runs_without_each_token(mlm, target):
+def test_occlusion_equals_explicit_runs_without_each_token(mlm, target, monkeypatch):
     answer, ids = target.output, direct_ids(mlm)
     with torch.no_grad():
         full = float(direct_f(mlm, answer))
@@ -130,6 +130,8 @@ def test_occlusion_equals_explicit_runs_without_each_token(mlm, target):
                     for i in range(len(ids))]
     np.testing.assert_allclose(attr.occlusion(target), expected, atol=1e-6)
     assert np.abs(expected).max() > 1e-4
+    monkeypatch.setattr(attr, "_BATCH_ROWS", 1)  # batches of 4 shorter inputs: the 6 ordinary tokens in 2
+    np.testing.assert_allclose(attr.occlusion(target), expected, atol=1e-6)
 
 
 def hand_rollout(attention: list[np.ndarray], rows: list[int]) -> np.ndarray:
@@ -168,6 +170,14 @@ def test_a_chosen_answer_is_explained_and_a_word_of_several_tokens_is_refused(ml
         attr.answer_target(mlm, TEXT, "unbelievably")
     with pytest.raises(VizError, match="no mask"):
         attr.answer_target(mlm, "The capital of France is Paris.")
+
+
+def test_long_inputs_are_refused_with_the_limit(mlm, finetuned, monkeypatch):
+    monkeypatch.setattr(attr, "MAX_TOKENS", 8)
+    with pytest.raises(VizError, match="limited to 8 tokens \\(this input has 9\\).*Shorten"):
+        attr.answer_target(mlm, TEXT)
+    with pytest.raises(VizError, match="limited to 8 tokens"):
+        attr.class_target(finetuned, SENTENCE)
 
 
 def test_steps_and_methods_are_checked():

@@ -12,7 +12,7 @@ per token, ``[T]``:
   to ``f(x) - f(baseline)`` up to the path integral's quadrature error, reported as ``gap``; the
   path's points run in batched backward passes (``batch_rows`` of them at once);
 * occlusion (leave one out): ``f(x) - f(x without token i)``, each ordinary token removed from the
-  sequence (not replaced), all the shorter sequences in one batch;
+  sequence (not replaced), the shorter sequences batched (all at once for a short sentence);
 * attention rollout (Abnar & Zuidema 2020): attention averaged over heads with the residual added,
   ``0.5 A + 0.5 I``, rows renormalised, multiplied through the layers; the row of the position ``f``
   reads (the mask; for a classifier, the mean of the rows it pools, or [CLS]'s row).
@@ -61,6 +61,9 @@ QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_middle", "riemann_
 QUADRATURE = "gausslegendre"  # Captum's default; its riemann_trapezoid weights sum to 1 - 1/steps
 DEFAULT_STEPS = 50  # the fewest of 16, 32, 50, 64, 100, 200 with a gap under 1 % on every example
 MAX_STEPS = 2000
+# Occlusion runs the model once per token and integrated gradients 50 times with gradients: at 128 tokens
+# all four methods take about 5 s on two CPU cores, at 250 about 17 s.
+MAX_TOKENS = 128
 BASELINE = ("every ordinary token's word embedding replaced by the padding token's; [CLS], [SEP] and the "
             "[MASK] kept; the model adds positions and segments to both")
 # Path points per batched pass: attention costs T x T per head and point, so the batch shrinks with the
@@ -96,6 +99,7 @@ class Target:
 def answer_target(loaded: LoadedModel, text: str, answer: str | None = None) -> Target:
     """f = the probability of ``answer`` (default: the top prediction) at the first mask of ``text``."""
     masked = masked_input(loaded, text)
+    _check_length(masked.num_tokens)
     mask = masked.masks[0]
     if answer is None or not answer.strip():
         answer_id = int(mask_logits(loaded, masked.inputs, mask).argmax(-1)[0])
@@ -121,6 +125,7 @@ def class_target(result: FinetuneResult, text: str, label: int | None = None) ->
     classifier, tokenizer = result.classifier, result.tokenizer
     device = next(classifier.parameters()).device
     ids = encode_texts(tokenizer, [check_text(text)], result.config.max_length)[0]
+    _check_length(len(ids))
     inputs = collate([ids], pad_id_of(tokenizer), device, classifier.encoder)
     with torch.no_grad():
         chosen = int(classifier(inputs).argmax(-1)[0]) if label is None else label
@@ -142,6 +147,12 @@ def class_target(result: FinetuneResult, text: str, label: int | None = None) ->
                   readout=(0,) if classifier.pooling == "cls" else tuple(range(len(ids))),
                   embeddings=classifier.encoder.get_input_embeddings(), pad_id=pad_id_of(tokenizer),
                   probability=probability, attention=attention)
+
+
+def _check_length(count: int) -> None:
+    if count > MAX_TOKENS:
+        raise VizError(f"Token attribution is limited to {MAX_TOKENS} tokens (this input has {count}): it runs the "
+                       "model once per token, and dozens of times with gradients. Shorten the sentence.")
 
 
 # ---- f of word embeddings ----------------------------------------------------------------------
@@ -241,12 +252,14 @@ def occlusion(target: Target) -> np.ndarray:
     result = np.zeros(target.num_tokens, dtype=np.float32)
     if removed.size == 0:
         return result
-    columns = torch.arange(target.num_tokens)
-    batch = {name: torch.cat([value[:, columns != i] for i in removed]) for name, value in target.inputs.items()}
-    mask = target.readout[0]
+    columns, mask = torch.arange(target.num_tokens), target.readout[0]
     full = target.probability(target.inputs, [mask], False)  # (1,)
-    without = target.probability(batch, [mask - int(i < mask) for i in removed], False)  # (R,)
-    result[removed] = (full - without).float().cpu().numpy()
+    rows = 4 * batch_rows(target.num_tokens, _BATCH_ROWS)  # no backward pass: four times the rows fit
+    for start in range(0, removed.size, rows):
+        chunk = removed[start:start + rows]
+        batch = {name: torch.cat([value[:, columns != i] for i in chunk]) for name, value in target.inputs.items()}
+        without = target.probability(batch, [mask - int(i < mask) for i in chunk], False)  # (R,)
+        result[chunk] = (full - without).float().cpu().numpy()
     return result
 
 
