@@ -62,7 +62,7 @@ QUADRATURE = "gausslegendre"  # Captum's default; its riemann_trapezoid weights 
 DEFAULT_STEPS = 50  # the fewest of 16, 32, 50, 64, 100, 200 with a gap under 1 % on every example
 MAX_STEPS = 2000
 # Occlusion runs the model once per token and integrated gradients 50 times with gradients: at 128 tokens
-# all four methods take about 5 s on two CPU cores, at 250 about 17 s.
+# all four methods take about 6 s on two CPU cores, at 250 about 17 s.
 MAX_TOKENS = 128
 BASELINE = ("every ordinary token's word embedding replaced by the padding token's; [CLS], [SEP] and the "
             "[MASK] kept; the model adds positions and segments to both")
