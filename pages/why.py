@@ -15,7 +15,8 @@ st.markdown(
     "activation from another sentence into this one, and **attribute** the answer to the input words "
     "with gradients, left-out words and attention rollout side by side.")
 
-for problem in why.read_url(why_ablation.URL_PARAMS, why_importance.URL_PARAMS, why_patching.URL_PARAMS):
+for problem in why.read_url(why_ablation.URL_PARAMS, why_importance.URL_PARAMS, why_patching.URL_PARAMS,
+                            why_attribution.URL_PARAMS):
     st.warning(problem)
 part = why.choose_part()
 ctx = why.context(needs_mask=part in ("ablation", "attribution"))
