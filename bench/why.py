@@ -61,6 +61,21 @@ def patching_rows(loaded) -> list[list[object]]:
     return [[tokens, runs, f"{batched:.2f}", f"{single:.2f}", f"{single / batched:.1f}"]]
 
 
+def integrated_gradients_rows(loaded) -> list[list[object]]:
+    from vizcore.why import attribution as attr
+
+    rows = []
+    for text in (attr.EXAMPLES[0], attr.EXAMPLES[-1]):
+        target = attr.answer_target(loaded, text)
+        batched, single = timed_pair(lambda target=target: attr.integrated_gradients(target),
+                                     lambda target=target: attr.integrated_gradients(target, internal_batch_size=1),
+                                     3)
+        rows.append([len(target.tokens), attr.DEFAULT_STEPS, attr.batch_rows(len(target.tokens), attr.DEFAULT_STEPS),
+                     f"{batched * 1000:.0f}", f"{single * 1000:.0f}", f"{single / batched:.1f}"])
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> None:
     from vizcore.model.catalog import MLM_MODEL
     from vizcore.model.loading import load_model
@@ -71,6 +86,8 @@ def main() -> None:
                                "ratio ablated/plain"], ablation_rows(loaded))
     patch = markdown_table(["tokens", "patched runs", f"batched, {64} rows a pass (s)", "one run at a time (s)",
                             "speed-up"], patching_rows(loaded))
+    integrated = markdown_table(["tokens", "steps", "path points per backward pass", "batched (ms)",
+                                 "one point per pass (ms)", "speed-up"], integrated_gradients_rows(loaded))
     body = (
         "## Why? page: ablation, patching, integrated gradients (bench/why.py)\n\n"
         f"Model {MLM_MODEL} (6 layers x 12 heads), CPU; {machine()}. 1-minute load average at the end: "
@@ -82,7 +99,11 @@ def main() -> None:
         "**Activation patching** (`vizcore/why/patching.py`): the whole sweep of a 12-token pair (every hidden "
         "state x position and every head, plus the clean and corrupted baselines and the clean run's record), "
         "batched as the page runs it against one forward pass per patched run; fastest of 3 each. The issue's "
-        "bound: a 12-token pair within 2 s.\n\n" + patch + "\n"
+        "bound: a 12-token pair within 2 s.\n\n" + patch + "\n\n"
+        "**Integrated gradients** (`vizcore/why/attribution.py`, Captum): the default 50 Gauss-Legendre steps "
+        "with the path points in batched forward and backward passes (Captum's `internal_batch_size`, at most "
+        "64 points a pass, fewer for long inputs) against one point per pass; fastest of 3 each.\n\n"
+        + integrated + "\n"
     )
     print(write_section("why", body))
 
