@@ -52,3 +52,30 @@ def test_the_patching_map_shows_where_the_answer_comes_back(app_url, page):
     assert "mary → john" in page.locator(".js-plotly-plot").first.inner_text()
     assert page.locator('[data-testid="stException"]').count() == 0
     assert external_requests(requests) == []
+
+
+def test_head_importance_runs_in_the_background_and_draws_both_maps(app_url, page):
+    requests = open_why(page, app_url, '[data-testid="stButton"] button:has-text("Start")', part="importance",
+                        count="3")
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text("Pruning heads least important first").first.wait_for(timeout=240_000)
+    wait_until_idle(page)
+    charts = page.locator(".js-plotly-plot").all_inner_texts()
+    assert any("Ablation: what removing the head alone costs" in c for c in charts)
+    assert any("Michel et al.'s importance" in c for c in charts)
+    assert page.get_by_text("Spearman's ρ").first.is_visible()
+    screenshot(page, "why-importance")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert external_requests(requests) == []
+
+
+def test_attribution_shows_four_methods_and_completeness(app_url, page):
+    requests = open_why(page, app_url, BARS, part="attribution", text="The capital of France is Paris.")
+    assert page.get_by_text("Completeness of integrated gradients").is_visible()
+    body = page.inner_text("body")
+    for method in ("Integrated gradients", "Gradient × input", "Occlusion (leave one out)", "Attention rollout"):
+        assert method in body
+    assert "f = P(paris)" in body.replace("Paris", "paris")
+    screenshot(page, "why-attribution")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert external_requests(requests) == []
