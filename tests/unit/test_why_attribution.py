@@ -348,3 +348,10 @@ def test_the_command_on_a_tiny_model(capsys, tiny_mlm_dir):
     code, out, err = run_cli(capsys, "--text", TEXT, "--method", "grad-x-input", "--answer", "unbelievably",
                              "--model", model)
     assert code == 2 and "'unbelievably' is not one token" in err and err.count("\n") == 1
+
+
+def test_the_cli_names_every_method_without_importing_torch():
+    from vizcore.why import cli as why_cli
+    from vizcore.why.attribution import METHODS
+
+    assert set(why_cli.ATTRIBUTION_METHODS) == set(METHODS)
