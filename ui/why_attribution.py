@@ -37,7 +37,7 @@ KEY_ANSWER_FOR = "why.attribution.answer_for"  # the picked word the answer foll
 KEY_CLASS = "why.attribution.class"
 KEY_STEPS = "why.attribution.steps"
 KEY_LAST_CLASS = "why.attribution.last_class"  # (key, Attribution) of the session's classifier
-KEY_LINK_TARGET = "why.attribution.link_target"  # a link's target=, applied once the kind of output is known
+KEY_LINK_TARGET = "why.attribution.link_target"  # a link's output= (answer or class), applied once its kind is known
 MAX_UI_STEPS = 400
 EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 
@@ -49,7 +49,7 @@ def _explain(raw: str) -> str:
 
 
 # ``target`` is the answer word, or the class name with explain=class (patching has its own ``answer``).
-URL_PARAMS = {"explain": (KEY_EXPLAIN, _explain), "target": (KEY_LINK_TARGET, str),
+URL_PARAMS = {"explain": (KEY_EXPLAIN, _explain), "output": (KEY_LINK_TARGET, str),
               "steps": (KEY_STEPS, url_state.integer_in(1, MAX_UI_STEPS, "steps"))}
 
 
@@ -77,7 +77,7 @@ def show(ctx: WhyContext) -> dict:
         result = or_stop(_answer_attribution, ctx.model, ctx.device, ctx.masked, answer, steps)
     _show_result(result, ctx, explain)
     return {"explain": "class" if explain == "class" else None,
-            "target": result.token if explain == "class" else answer, "steps": steps}
+            "output": result.token if explain == "class" else answer, "steps": steps}
 
 
 def _choose_explain(ctx: WhyContext) -> str:

@@ -126,3 +126,11 @@ def test_the_followed_word_follows_the_picked_word_until_one_is_typed(new_app):
     at.text_input(key="why.ablation.word").set_value("road").run()
     at.selectbox(key="why.word").set_value("animal").run()
     assert at.text_input(key="why.ablation.word").value == "road"
+
+
+def test_no_two_parts_read_the_same_link_parameter():
+    from ui import why_ablation, why_attribution, why_importance, why_patching
+
+    names = [{"part", "word"}, *(set(part.URL_PARAMS) for part in (why_ablation, why_importance, why_patching,
+                                                                     why_attribution))]
+    assert sum(len(n) for n in names) == len(set().union(*names)), names

@@ -71,7 +71,7 @@ def test_an_answer_and_fewer_steps_change_the_result_and_the_link(new_app):
     set_shared(at, text=FRANCE)
     at.text_input(key="why.attribution.answer").set_value("paris").run()
     assert not at.exception and any("f = P(paris)" in m.value for m in at.markdown)
-    assert param(at, "target") == "paris"
+    assert param(at, "output") == "paris"
     at.slider(key="why.attribution.steps").set_value(8).run()
     assert metrics(at)["Steps"] == "8" and param(at, "steps") == "8"
     assert float(metrics(at)["Gap"].rstrip("%")) > 1 and "Raise the steps" in at.warning[0].value
@@ -80,7 +80,7 @@ def test_an_answer_and_fewer_steps_change_the_result_and_the_link(new_app):
 
 
 def test_a_link_sets_the_answer_and_steps_and_a_bad_one_is_reported(new_app):
-    at = attribution_part(new_app, target="paris", steps="100")
+    at = attribution_part(new_app, output="paris", steps="100")
     assert at.text_input(key="why.attribution.answer").value == "paris" and metrics(at)["Steps"] == "100"
     at = attribution_part(new_app, steps="9999")
     assert any("steps=" in w.value and "whole number from 1 to 400" in w.value for w in at.warning)
@@ -112,6 +112,6 @@ def test_the_session_s_classifier_class_is_explained(new_app):
     assert chosen in ("negative", "positive") and any(f"f = P({chosen}) for the unmasked sentence" in m.value
                                                       for m in at.markdown)
     assert float(metrics(at)["Gap"].rstrip("%")) < 1
-    assert param(at, "explain") == "class" and param(at, "target") == chosen
+    assert param(at, "explain") == "class" and param(at, "output") == chosen
     assert all(label in shown_html(at) for label in METHODS.values())
     assert "[MASK]" not in shown_html(at)  # the unmasked sentence
