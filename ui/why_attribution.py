@@ -48,7 +48,8 @@ def _explain(raw: str) -> str:
     return raw
 
 
-# ``target`` is the answer word, or the class name with explain=class (patching has its own ``answer``).
+# ``output`` is the answer word, or the class name with explain=class (patching has its own ``answer``,
+# head importance its own ``target``).
 URL_PARAMS = {"explain": (KEY_EXPLAIN, _explain), "output": (KEY_LINK_TARGET, str),
               "steps": (KEY_STEPS, url_state.integer_in(1, MAX_UI_STEPS, "steps"))}
 
