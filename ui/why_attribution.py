@@ -109,7 +109,7 @@ def _choose_answer(ctx: WhyContext) -> str | None:
 
 
 def _choose_class(classifier: Classifier, sentence: str) -> int:
-    """The class explained: by default the predicted one (a link's explain=class&target=NAME picks it)."""
+    """The class explained: by default the predicted one (a link's explain=class&output=NAME picks it)."""
     result = classifier.result
     names = list(result.label_names)
     probs = predict_proba(result.classifier, result.tokenizer, [sentence], result.config.max_length)[0]
