@@ -9,6 +9,18 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 180  # the first run loads a model; 2 shared cores can be slow
 
 
+@pytest.fixture(autouse=True)
+def no_job_left_behind():
+    """Every AppTest session of this process shares the one job queue: each test leaves it empty."""
+    yield
+    from ui.jobs import job_queue
+
+    queue = job_queue()
+    for job in queue.running() + queue.line():
+        queue.stop(job)
+        job.join(60)
+
+
 @pytest.fixture
 def new_app():
     """``new_app(page=None, **query_params)`` -> an AppTest of app.py (not run yet), optionally on a page."""

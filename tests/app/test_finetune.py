@@ -15,16 +15,6 @@ from vizcore.finetune import training as finetune
 PAGE = "pages/finetune.py"
 
 
-@pytest.fixture(autouse=True)
-def no_job_left_behind():
-    """Every AppTest session of this process shares the one queue: a test leaves it empty."""
-    yield
-    queue = job_queue()
-    for job in queue.running() + queue.line():
-        queue.stop(job)
-        job.join(60)
-
-
 @pytest.fixture
 def session(new_app, tiny_bert_dir):
     """``session()`` -> one more browser session on the page, with the tiny BERT chosen."""

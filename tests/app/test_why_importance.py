@@ -8,23 +8,12 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import decode_plotly
-from ui.jobs import job_queue
 from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.finetune.training import FinetuneConfig, TrainingJob
 from vizcore.model.loading import load_model
 
 PAGE = "pages/why.py"
 KEY_JOB = "why.importance.job"
-
-
-@pytest.fixture(autouse=True)
-def no_job_left_behind():
-    """Every AppTest session of this process shares the one queue: a test leaves it empty."""
-    yield
-    queue = job_queue()
-    for job in queue.running() + queue.line():
-        queue.stop(job)
-        job.join(60)
 
 
 def until_ended(at, timeout: float = 90):
