@@ -93,6 +93,14 @@ def _means(name: str, device: str):
     return head_means(get_model(name, device, "mlm"))
 
 
+@st.cache_data(show_spinner="Running the model with and without those heads…", max_entries=32)
+def get_ablation(name: str, device: str, masked: str, heads: tuple[tuple[int, int], ...], mode: str, top_k: int,
+                 word: str | None) -> AblationResult:
+    """Cached: a rerun for another widget (a layer to view, the classifier) does not run the model again."""
+    means = _means(name, device) if mode == "mean" and heads else None
+    return ablate_mlm(get_model(name, device, "mlm"), masked, list(heads), mode, top_k, word, means)
+
+
 def settings(ctx: WhyContext) -> tuple[str, int, str]:
     left, middle, right = st.columns(3)
     mode = left.radio("Switched off means", ("zero", "mean"), key=KEY_MODE, horizontal=True,
@@ -115,8 +123,7 @@ def show(ctx: WhyContext) -> dict:
     st.markdown(f"Sentence: **{ctx.masked}**")
     mode, top_k, word = settings(ctx)
     heads = head_grid(loaded)
-    means = _means(ctx.model, ctx.device) if mode == "mean" and heads else None
-    result = or_stop(ablate_mlm, loaded, ctx.masked, heads, mode, top_k, word or None, means)
+    result = or_stop(get_ablation, ctx.model, ctx.device, ctx.masked, tuple(heads), mode, top_k, word or None)
     answer_section(result, heads)
     if ctx.classifier is not None:
         classifier_section(ctx, heads, mode)
@@ -145,13 +152,23 @@ def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None
                           else f"was {mask.baseline[0].token}", delta_color="off")
 
 
+def _classifier_means(classifier, encoder: LoadedModel):
+    """The fine-tuned encoder's head means, kept in this session (its classifier is this session's own)."""
+    kept = st.session_state.get("why.ablation.classifier_means")
+    if kept is None or kept[0] != id(classifier.result.classifier):
+        kept = (id(classifier.result.classifier), head_means(encoder))
+        st.session_state["why.ablation.classifier_means"] = kept
+    return kept[1]
+
+
 def classifier_section(ctx: WhyContext, heads: list[tuple[int, int]], mode: str) -> None:
     st.subheader("Your fine-tuned classifier")
     classifier = ctx.classifier
     encoder = finetuned_model(classifier.base, classifier.result)
+    means = _classifier_means(classifier, encoder) if mode == "mean" and heads else None
     effect: ClassifierEffect | None = or_none(
         ablate_classifier, classifier.result.classifier, encoder, classifier.result.label_names, ctx.sentence,
-        classifier.result.config.max_length, heads, mode)
+        classifier.result.config.max_length, heads, mode, means)
     if effect is not None:
         st.plotly_chart(class_bars(effect.labels, effect.before, effect.after,
                                    f"Class probabilities of “{ctx.sentence[:60]}”"),

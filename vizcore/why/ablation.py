@@ -192,8 +192,11 @@ def classifier_probabilities(classifier: SequenceClassifier, encoder: LoadedMode
 
 
 def ablate_classifier(classifier: SequenceClassifier, encoder: LoadedModel, labels: Sequence[str], text: str,
-                      max_length: int, heads: Sequence[Head], mode: str = "zero") -> ClassifierEffect:
-    means = head_means(encoder) if mode == "mean" and heads else None
+                      max_length: int, heads: Sequence[Head], mode: str = "zero",
+                      means: np.ndarray | None = None) -> ClassifierEffect:
+    """``means``: the encoder's ``head_means`` for mean ablation (computed here when not given)."""
+    if mode == "mean" and heads and means is None:
+        means = head_means(encoder)
     return ClassifierEffect(
         labels=tuple(labels),
         before=classifier_probabilities(classifier, encoder, text, max_length),
