@@ -44,19 +44,11 @@ def ablation_rows(loaded) -> list[list[object]]:
 def patching_rows(loaded) -> list[list[object]]:
     from vizcore.why import patching
 
-    sweep = lambda: patching.patch_sweep(loaded, CLEAN, CORRUPT, "he", "she")  # noqa: E731
-    tokens = len(sweep().corrupt_tokens)
+    tokens = len(loaded.tokenizer(CLEAN)["input_ids"])
     assert tokens == 12, tokens
-    batched_rows = patching.BATCH_ROWS
-
-    def one_at_a_time():
-        patching.BATCH_ROWS = 1
-        try:
-            sweep()
-        finally:
-            patching.BATCH_ROWS = batched_rows
-
-    batched, single = timed_pair(sweep, one_at_a_time, 3)
+    batched, single = timed_pair(
+        functools.partial(patching.patch_sweep, loaded, CLEAN, CORRUPT, "he", "she"),
+        functools.partial(patching.patch_sweep, loaded, CLEAN, CORRUPT, "he", "she", batch_rows=1), 3)
     runs = (loaded.num_layers + 1) * tokens + loaded.num_layers * loaded.num_heads
     return [[tokens, runs, f"{batched:.2f}", f"{single:.2f}", f"{single / batched:.1f}"]]
 
@@ -79,13 +71,14 @@ def integrated_gradients_rows(loaded) -> list[list[object]]:
 def main() -> None:
     from vizcore.model.catalog import MLM_MODEL
     from vizcore.model.loading import load_model
+    from vizcore.why.patching import BATCH_ROWS
 
     started = time.perf_counter()
     loaded = load_model(MLM_MODEL, device="cpu", head="mlm")
     ablation = markdown_table(["tokens", "ablation", "plain forward (ms)", "3 heads ablated (ms)",
                                "ratio ablated/plain"], ablation_rows(loaded))
-    patch = markdown_table(["tokens", "patched runs", f"batched, {64} rows a pass (s)", "one run at a time (s)",
-                            "speed-up"], patching_rows(loaded))
+    patch = markdown_table(["tokens", "patched runs", f"batched, {BATCH_ROWS} rows a pass (s)",
+                            "one run at a time (s)", "speed-up"], patching_rows(loaded))
     integrated = markdown_table(["tokens", "steps", "path points per backward pass", "batched (ms)",
                                  "one point per pass (ms)", "speed-up"], integrated_gradients_rows(loaded))
     body = (

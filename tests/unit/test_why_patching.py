@@ -11,7 +11,6 @@ import torch
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
 from vizcore.model.loading import load_model
-from vizcore.why import patching
 from vizcore.why.patching import patch_sweep
 from vizcore.why.targets import word_id
 
@@ -117,11 +116,16 @@ def test_head_patching_equals_a_hand_written_head_swap(loaded, sweep):
         assert patched_difference(sweep, sweep.head_recovered[layer, head]) == pytest.approx(patched, abs=1e-5)
 
 
-def test_small_batches_give_the_same_sweep(loaded, sweep, monkeypatch):
-    monkeypatch.setattr(patching, "BATCH_ROWS", 5)
-    again = patch_sweep(loaded, CLEAN, CORRUPT, "paris", "rome")
+def test_small_batches_give_the_same_sweep(loaded, sweep):
+    again = patch_sweep(loaded, CLEAN, CORRUPT, "paris", "rome", batch_rows=5)
     np.testing.assert_allclose(again.recovered, sweep.recovered, atol=1e-5)
     np.testing.assert_allclose(again.head_recovered, sweep.head_recovered, atol=1e-5)
+
+
+def test_a_mask_typed_in_lower_case_is_read_alike_in_every_run(loaded, sweep):
+    lower = patch_sweep(loaded, CLEAN.replace("[MASK]", "[mask]"), CORRUPT.replace("[MASK]", "<mask>"),
+                        "paris", "rome")
+    np.testing.assert_allclose(lower.recovered, sweep.recovered, atol=1e-6)
 
 
 def test_unequal_lengths_show_both_token_lists(loaded):

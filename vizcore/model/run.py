@@ -213,6 +213,10 @@ class _Recorder:
                                f"({len(p.positions)}, {d}), not {np.shape(p.values)}.")
 
     def check_positions(self, num_tokens: int) -> None:
+        for a in self.ablations:
+            if a.replacement is not None and np.ndim(a.replacement) == 2 and len(a.replacement) != num_tokens:
+                raise VizError(f"A replacement for head {a.layer + 1}.{a.head + 1} has {len(a.replacement)} "
+                               f"positions; this input has {num_tokens} tokens.")
         for p in self.patches:
             if any(not 0 <= i < num_tokens for i in p.positions):
                 raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens "

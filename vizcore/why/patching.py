@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from vizcore.errors import VizError
+from vizcore.mlm.fill_mask import prepare_text
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import Capture, HeadAblation, Patch, intervention_hooks, run
 from vizcore.why.targets import MaskedInput, mask_logits, masked_input, word_id
@@ -69,7 +70,7 @@ def _logit_differences(loaded: LoadedModel, inputs: dict, position: int, specs, 
 
 
 def _sweep(loaded: LoadedModel, clean: MaskedInput, corrupt: MaskedInput, changes: list,
-           ids: tuple[int, int]) -> tuple[float, float, np.ndarray]:
+           ids: tuple[int, int], batch_rows: int) -> tuple[float, float, np.ndarray]:
     """(LD clean, LD corrupt, LD of the corrupted input with each change alone): one batch row per run.
 
     Row 0 is the clean input and row 1 the plain corrupted input, and every chunk has the same number
@@ -78,7 +79,7 @@ def _sweep(loaded: LoadedModel, clean: MaskedInput, corrupt: MaskedInput, change
     between batch sizes.
     """
     runs: list = [None, None, *changes]
-    size = min(BATCH_ROWS, len(runs))
+    size = max(1, min(batch_rows, len(runs)))
     runs += [None] * (-len(runs) % size)
     out = []
     for start in range(0, len(runs), size):
@@ -96,20 +97,22 @@ def _sweep(loaded: LoadedModel, clean: MaskedInput, corrupt: MaskedInput, change
 
 
 def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, contrast: str,
-                heads: bool = True) -> PatchingResult:
-    """Patch every state x position (and, with ``heads``, every head) from ``clean`` into ``corrupt``."""
+                batch_rows: int = BATCH_ROWS) -> PatchingResult:
+    """Patch every state x position and every head from ``clean`` into ``corrupt``, ``batch_rows`` patched
+    runs a forward pass."""
     ids = (word_id(loaded, answer, "answer"), word_id(loaded, contrast, "contrast word"))
     if ids[0] == ids[1]:
         raise VizError("The answer and the contrast word are the same word: choose two different words.")
     clean_input, corrupt_input = pair_inputs(loaded, clean, corrupt)
-    source = run(loaded, clean, capture=Capture(hidden=True, head_outputs=heads))
+    # The text as masked_input read it (a typed [mask] or <mask> written as the model's own mask token),
+    # so that the record's tokens are the sweep's.
+    source = run(loaded, prepare_text(loaded, clean), capture=Capture(hidden=True, head_outputs=True))
     T, L = corrupt_input.num_tokens, loaded.num_layers
     changes: list = [Patch(state, (position,), source.hidden_states[state][[position]])
                      for state in range(L + 1) for position in range(T)]
-    if heads:
-        changes += [HeadAblation(layer, head, source.head_outputs[layer, head])
-                    for layer in range(L) for head in range(loaded.num_heads)]
-    ld_clean, ld_corrupt, patched = _sweep(loaded, clean_input, corrupt_input, changes, ids)
+    changes += [HeadAblation(layer, head, source.head_outputs[layer, head])
+                for layer in range(L) for head in range(loaded.num_heads)]
+    ld_clean, ld_corrupt, patched = _sweep(loaded, clean_input, corrupt_input, changes, ids, batch_rows)
     if abs(ld_clean - ld_corrupt) < 1e-4:
         raise VizError(f"Both sentences give the same logit difference ({ld_clean:.4f}): there is nothing to "
                        "recover. Change the corrupted sentence or the words compared.")
@@ -118,6 +121,5 @@ def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, cont
         model=loaded.name, clean_tokens=clean_input.tokens, corrupt_tokens=corrupt_input.tokens,
         mask_index=corrupt_input.masks[0], answer=answer.strip(), contrast=contrast.strip(),
         ld_clean=ld_clean, ld_corrupt=ld_corrupt, recovered=recovered[:(L + 1) * T].reshape(L + 1, T),
-        head_recovered=(recovered[(L + 1) * T:].reshape(L, loaded.num_heads) if heads
-                        else np.zeros((L, loaded.num_heads), np.float32)))
+        head_recovered=recovered[(L + 1) * T:].reshape(L, loaded.num_heads))
 
