@@ -22,6 +22,7 @@ from vizcore.finetune.training import FinetuneResult
 from vizcore.mlm.fill_mask import TYPED_MASK, mask_word, maskable_words
 from vizcore.model.catalog import BUILTIN_MODELS, MLM_LABEL, MLM_MODEL
 from vizcore.model.loading import LoadedModel
+from vizcore.why.targets import word_id
 
 PARTS = {
     "ablation": "Switch heads off",
@@ -113,6 +114,28 @@ def context(needs_mask: bool = True) -> WhyContext:
     sentence = sel.text if word is not None or masked is None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text)
     return WhyContext(model=name, device=sel.device, loaded=loaded, sentence=sentence, masked=masked,
                       masked_word=word, classifier=session_classifier())
+
+
+def followed_word(ctx: WhyContext, key: str, label: str, help: str, where=st) -> str | None:
+    """A text input for one word of the vocabulary that starts as the picked (masked) word and follows the
+    picker until the user types another. The picked word may be several tokens (``windowsill``): then it
+    is not used, and this says so; a word the user typed is returned as typed (its error is theirs to see).
+    Empty: None."""
+    for_key = f"{key}_for"
+    previous = st.session_state.get(for_key)
+    untouched = st.session_state.get(key) == (previous or "")
+    if key not in st.session_state or (previous != ctx.masked_word and untouched):
+        st.session_state[key] = ctx.masked_word or ""
+    st.session_state[for_key] = ctx.masked_word
+    typed = where.text_input(label, key=key, help=help).strip()
+    if typed and typed == ctx.masked_word:
+        try:
+            word_id(ctx.loaded, typed)
+        except VizError:
+            st.info(f"The masked word '{typed}' is not one token for {ctx.model}, so it is not followed here; "
+                    "type a one-token word.")
+            return None
+    return typed or None
 
 
 def choose_part() -> str:

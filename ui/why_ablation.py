@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from ui import why
 from ui.feedback import or_none, or_stop
 from ui.state import get_model
 from ui.why import WhyContext
@@ -93,7 +94,9 @@ def _means(name: str, device: str):
     return head_means(get_model(name, device, "mlm"))
 
 
-@st.cache_data(show_spinner="Running the model with and without those heads…", max_entries=32)
+# cache_resource, as ui.state's runs: the result holds two [L, H, T, T] attention stacks, which cache_data
+# would unpickle on every rerun. A result is frozen; the page only reads it.
+@st.cache_resource(show_spinner="Running the model with and without those heads…", max_entries=16)
 def get_ablation(name: str, device: str, masked: str, heads: tuple[tuple[int, int], ...], mode: str, top_k: int,
                  word: str | None) -> AblationResult:
     """Cached: a rerun for another widget (a layer to view, the classifier) does not run the model again."""
@@ -101,21 +104,16 @@ def get_ablation(name: str, device: str, masked: str, heads: tuple[tuple[int, in
     return ablate_mlm(get_model(name, device, "mlm"), masked, list(heads), mode, top_k, word, means)
 
 
-def settings(ctx: WhyContext) -> tuple[str, int, str]:
+def settings(ctx: WhyContext) -> tuple[str, int, str | None]:
     left, middle, right = st.columns(3)
     mode = left.radio("Switched off means", ("zero", "mean"), key=KEY_MODE, horizontal=True,
                       format_func={"zero": "output set to zero", "mean": "output set to its mean"}.get,
                       help="Mean: the head's average output over 24 reference sentences, the same at every "
                            "position; only what is specific to this sentence is lost.")
     top_k = middle.slider("Words shown (top-k)", 3, 15, 8, key=KEY_TOP_K)
-    previous = st.session_state.get("why.ablation.word_for")
-    untouched = st.session_state.get(KEY_WORD) == (previous or "")
-    if KEY_WORD not in st.session_state or (previous != ctx.masked_word and untouched):
-        st.session_state[KEY_WORD] = ctx.masked_word or ""  # follows the picked word until the user types another
-    st.session_state["why.ablation.word_for"] = ctx.masked_word
-    word = right.text_input("Follow this word's probability", key=KEY_WORD,
-                            help="Default: the word that was masked. One token of the model's vocabulary.")
-    return mode, top_k, word.strip()
+    word = why.followed_word(ctx, KEY_WORD, "Follow this word's probability", where=right,
+                             help="Default: the word that was masked. One token of the model's vocabulary.")
+    return mode, top_k, word
 
 
 def show(ctx: WhyContext) -> dict:
@@ -123,7 +121,7 @@ def show(ctx: WhyContext) -> dict:
     st.markdown(f"Sentence: **{ctx.masked}**")
     mode, top_k, word = settings(ctx)
     heads = head_grid(loaded)
-    result = or_stop(get_ablation, ctx.model, ctx.device, ctx.masked, tuple(heads), mode, top_k, word or None)
+    result = or_stop(get_ablation, ctx.model, ctx.device, ctx.masked, tuple(heads), mode, top_k, word)
     answer_section(result, heads)
     if ctx.classifier is not None:
         classifier_section(ctx, heads, mode)
@@ -155,8 +153,8 @@ def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None
 def _classifier_means(classifier, encoder: LoadedModel):
     """The fine-tuned encoder's head means, kept in this session (its classifier is this session's own)."""
     kept = st.session_state.get("why.ablation.classifier_means")
-    if kept is None or kept[0] != id(classifier.result.classifier):
-        kept = (id(classifier.result.classifier), head_means(encoder))
+    if kept is None or kept[0] is not classifier.result.classifier:  # not id(): a new model may reuse an id
+        kept = (classifier.result.classifier, head_means(encoder))
         st.session_state["why.ablation.classifier_means"] = kept
     return kept[1]
 
@@ -180,16 +178,20 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
     st.subheader("What later layers look at now")
     change = result.attention_change()
     st.plotly_chart(layer_head_heatmap(change, "How far each head's attention moved (✕ = switched off)",
-                                       "moved (TV)", diverging=False, marked=heads, zrange=(0.0, max(0.05, float(
+                                       "moved (JS, bits)", diverging=False, marked=heads, zrange=(0.0, max(0.05, float(
                                            change.max())))), key="why.ablation.moved", config={"displaylogo": False})
-    st.caption("Moved = the total variation distance between a head's attention rows with every head and with "
-               "the chosen heads off, averaged over tokens: 0 = unchanged, 1 = looks somewhere else entirely. "
+    st.caption("Moved = the Jensen-Shannon divergence between a head's attention rows with every head and with "
+               "the chosen heads off, averaged over tokens (as the Fine-tuning lab measures what training "
+               "changed): 0 = unchanged, 1 bit = looks somewhere else entirely. "
                "Layers up to the first switched-off head cannot move.")
     layers, n_heads = change.shape
-    default = divmod(int(change.argmax()), n_heads) if change.max() > 0 else (layers - 1, 0)
+    if st.session_state.get("why.ablation.view_for") != heads:  # new heads: show the head that moved most
+        st.session_state["why.ablation.view_for"] = list(heads)
+        layer, head = divmod(int(change.argmax()), n_heads) if change.max() > 0 else (layers - 1, 0)
+        st.session_state["why.ablation.view_layer"], st.session_state["why.ablation.view_head"] = layer + 1, head + 1
     left, right = st.columns(2)
-    layer = left.number_input("Layer", 1, layers, default[0] + 1, key="why.ablation.view_layer") - 1
-    head = right.number_input("Head", 1, n_heads, default[1] + 1, key="why.ablation.view_head") - 1
+    layer = left.number_input("Layer", 1, layers, key="why.ablation.view_layer") - 1
+    head = right.number_input("Head", 1, n_heads, key="why.ablation.view_head") - 1
     columns = st.columns(2)
     for column, matrix, when in ((columns[0], result.attention_before, "every head"),
                                  (columns[1], result.attention_after, "heads off")):

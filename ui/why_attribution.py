@@ -11,11 +11,10 @@ import json
 
 import streamlit as st
 
-from ui import url_state
+from ui import url_state, why
 from ui.feedback import or_stop
 from ui.state import get_model
 from ui.why import Classifier, WhyContext
-from vizcore.errors import VizError
 from vizcore.finetune.training import predict_proba
 from vizcore.plot import display_tokens
 from vizcore.why.attribution import (
@@ -29,11 +28,9 @@ from vizcore.why.attribution import (
     to_dict,
 )
 from vizcore.why.figures import attribution_bars, attribution_text, method_correlation_heatmap
-from vizcore.why.targets import word_id
 
 KEY_EXPLAIN = "why.attribution.explain"  # "answer" | "class"
 KEY_ANSWER = "why.attribution.answer"
-KEY_ANSWER_FOR = "why.attribution.answer_for"  # the picked word the answer followed
 KEY_CLASS = "why.attribution.class"
 KEY_STEPS = "why.attribution.steps"
 KEY_LAST_CLASS = "why.attribution.last_class"  # (key, Attribution) of the session's classifier
@@ -93,19 +90,9 @@ def _choose_explain(ctx: WhyContext) -> str:
 def _choose_answer(ctx: WhyContext) -> str | None:
     """The word explained at the mask: by default the picked word (it follows the picker until another
     word is typed, as on the ablation part); empty = the top prediction (returned as None)."""
-    previous = st.session_state.get(KEY_ANSWER_FOR)
-    untouched = st.session_state.get(KEY_ANSWER) == (previous or "")
-    if KEY_ANSWER not in st.session_state or (previous != ctx.masked_word and untouched):
-        st.session_state[KEY_ANSWER] = ctx.masked_word or ""
-    st.session_state[KEY_ANSWER_FOR] = ctx.masked_word
-    typed = st.text_input("Answer (one token; empty = the model's top prediction)", key=KEY_ANSWER).strip()
-    if typed and typed == ctx.masked_word:
-        try:
-            word_id(ctx.loaded, typed)
-        except VizError:  # the default, not the user's choice: fall back instead of stopping
-            st.info(f"The masked word '{typed}' is not one token for {ctx.model}: the top prediction is explained.")
-            return None
-    return typed or None
+    return why.followed_word(ctx, KEY_ANSWER, "Answer (one token; empty = the model's top prediction)",
+                             help="Default: the word that was masked; a masked word of several tokens is not "
+                                  "used and the top prediction is explained.")
 
 
 def _choose_class(classifier: Classifier, sentence: str) -> int:
@@ -126,13 +113,14 @@ def _answer_attribution(model: str, device: str, masked: str, answer: str | None
 
 
 def _class_attribution(classifier: Classifier, sentence: str, label: int, steps: int) -> Attribution:
-    key = (id(classifier.result.classifier), sentence, label, steps)
-    kept = st.session_state.get(KEY_LAST_CLASS)
-    if kept is None or kept[0] != key:
+    key = (sentence, label, steps)
+    kept = st.session_state.get(KEY_LAST_CLASS)  # (classifier, key, attribution): the object, not its id()
+    if kept is None or kept[0] is not classifier.result.classifier or kept[1] != key:
         with st.spinner("Attributing the class to the input tokens…"):
-            kept = (key, attribute(class_target(classifier.result, sentence, label), steps=steps))
+            kept = (classifier.result.classifier, key,
+                    attribute(class_target(classifier.result, sentence, label), steps=steps))
         st.session_state[KEY_LAST_CLASS] = kept
-    return kept[1]
+    return kept[2]
 
 
 def _show_result(result: Attribution, ctx: WhyContext, explain: str) -> None:

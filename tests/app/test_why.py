@@ -134,3 +134,11 @@ def test_no_two_parts_read_the_same_link_parameter():
     names = [{"part", "word"}, *(set(part.URL_PARAMS) for part in (why_ablation, why_importance, why_patching,
                                                                      why_attribution))]
     assert sum(len(n) for n in names) == len(set().union(*names)), names
+
+
+def test_a_picked_word_of_several_tokens_is_not_followed_and_the_answer_still_shows(new_app):
+    at = set_shared(why(new_app), text="The cat slept on the windowsill.")
+    assert at.selectbox(key="why.word").value == "windowsill"
+    assert not at.exception and not at.error
+    assert any("is not one token" in i.value for i in at.info)
+    assert "Top word" in metrics(at) and not any(label.startswith("P(") for label in metrics(at))

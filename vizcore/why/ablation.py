@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from vizcore.errors import VizError
-from vizcore.finetune.training import SequenceClassifier, collate, encode_texts, pad_id_of
+from vizcore.finetune.analysis import js_divergence
+from vizcore.finetune.training import SequenceClassifier, collate, encode_texts, pad_id_of, predict_proba
 from vizcore.mlm.fill_mask import MAX_TOP_K, top_predictions
 from vizcore.mlm.fill_mask import forward as mlm_forward
 from vizcore.model import arch as archs
@@ -128,10 +129,10 @@ class AblationResult:
     attention_after: np.ndarray  # float32 [L, H, T, T]
 
     def attention_change(self) -> np.ndarray:
-        """How far each head's attention moved, float32 ``[L, H]``: the total variation distance between its
-        rows before and after (half the sum of absolute differences, 0 = unchanged, 1 = disjoint), averaged
-        over query tokens. Heads in layers before the first ablated one do not move."""
-        return (0.5 * np.abs(self.attention_after - self.attention_before).sum(-1)).mean(-1)
+        """How far each head's attention moved, float32 ``[L, H]``: the Jensen-Shannon divergence (bits; 0 =
+        unchanged, 1 = disjoint) between its rows before and after, averaged over query tokens, as the
+        Fine-tuning lab measures what training changed. Layers up to the first ablated one do not move."""
+        return js_divergence(self.attention_before, self.attention_after).mean(-1).astype(np.float32)
 
     def to_dict(self) -> dict:
         return {"model": self.model, "text": self.text, "tokens": list(self.tokens),
@@ -184,11 +185,8 @@ def classifier_probabilities(classifier: SequenceClassifier, encoder: LoadedMode
     """Class probabilities ``[classes]`` of a fine-tuned classifier on ``text``, with ``heads`` of its
     encoder (``encoder``: the classifier's encoder as a LoadedModel) ablated."""
     specs = intervention_hooks(encoder, ablations(heads, mode, means)) if heads else []
-    batch = collate(encode_texts(encoder.tokenizer, [text], max_length), pad_id_of(encoder.tokenizer),
-                    encoder.device, classifier.encoder)
-    classifier.eval()
-    with torch.inference_mode(), hooks(classifier.encoder, specs):
-        return torch.softmax(classifier(batch).float(), -1)[0].cpu().numpy()
+    with hooks(classifier.encoder, specs):
+        return predict_proba(classifier, encoder.tokenizer, [text], max_length)[0]
 
 
 def ablate_classifier(classifier: SequenceClassifier, encoder: LoadedModel, labels: Sequence[str], text: str,

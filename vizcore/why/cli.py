@@ -94,17 +94,10 @@ def _register_patch(subparsers: argparse._SubParsersAction) -> None:
 def _attribute(args: argparse.Namespace) -> dict:
     """f = the answer's probability at the first [MASK] (the JSON's ``mask_index``); ``completeness``
     for integrated gradients: ``sum`` of the attributions and ``delta`` = f(x) - f(baseline)."""
-    from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK
-    from vizcore.model.catalog import BUILTIN_MODELS
-    from vizcore.model.run import check_text
     from vizcore.why.attribution import DEFAULT_STEPS, answer_target, attribute, check_steps, to_json
 
-    check_text(args.text)
     steps = check_steps(DEFAULT_STEPS if args.steps is None else args.steps)
-    # The built-ins' mask is [MASK]: say it is missing before spending seconds on loading the model.
-    if args.model in BUILTIN_MODELS and not TYPED_MASK.search(args.text):
-        raise VizError(f"The text has no mask: type {LITERAL_MASK} where the answer should be predicted.")
-    loaded = _mlm(args)
+    loaded = _mlm(args, args.text)
     target = answer_target(loaded, args.text, args.answer)
     return to_json(attribute(target, [args.method], steps), args.method, loaded.name)
 

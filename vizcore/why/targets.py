@@ -34,10 +34,6 @@ class MaskedInput:
     def num_tokens(self) -> int:
         return len(self.tokens)
 
-    def batch(self, rows: int) -> dict[str, torch.Tensor]:
-        """The inputs repeated ``rows`` times: (rows, T) each."""
-        return {name: value.expand(rows, -1) for name, value in self.inputs.items()}
-
 
 def masked_input(loaded: LoadedModel, text: str) -> MaskedInput:
     """Tokenise ``text`` (typed ``[MASK]``/``<mask>`` become the model's mask token); VizError without a mask."""
