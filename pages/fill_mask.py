@@ -8,7 +8,7 @@ import streamlit as st
 
 from ui import fill_mask_state as fm
 from ui import url_state
-from ui.feedback import or_stop
+from ui.feedback import CHART, or_stop
 from ui.state import selection
 from vizcore.errors import VizError
 from vizcore.mlm.figures import (
@@ -66,7 +66,7 @@ def show_predictions(result: FillMaskResult, name: str, device: str, text: str) 
     for number, mask in enumerate(result.masks):
         title = f"Mask {number + 1} (token {mask.index})" if len(result.masks) > 1 else "Prediction for [MASK]"
         columns[number % len(columns)].plotly_chart(
-            prediction_bars(mask.predictions, title), key=f"fill_mask.bars{number}", config={"displaylogo": False})
+            prediction_bars(mask.predictions, title), key=f"fill_mask.bars{number}", config=CHART)
     if len(result.masks) > 1:
         st.caption("Each mask is predicted on its own, with the other masks still masked: the probabilities are "
                    "not joint.")
@@ -97,9 +97,9 @@ def show_lens(result: FillMaskResult) -> None:
     word = result.masks[mask].predictions[0].token
     st.plotly_chart(logit_lens_heatmap(result.lens, mask, f"Layer by layer: top {result.lens.probs.shape[-1]} "
                                        f"words at mask {mask + 1}"), key="fill_mask.lens",
-                    config={"displaylogo": False})
+                    config=CHART)
     st.plotly_chart(final_word_curve(result.lens, mask, word, f"How sure each layer is of '{word}'"),
-                    key="fill_mask.lens_curve", config={"displaylogo": False})
+                    key="fill_mask.lens_curve", config=CHART)
     with st.expander("Table"):
         st.dataframe(lens_table(result.lens, mask), hide_index=True, key="fill_mask.lens_table")
 
@@ -118,7 +118,7 @@ def show_mask_attention(result: FillMaskResult) -> None:
     title = f"Where mask {mask + 1} (token {result.mask_indices[mask]}) looks · {what}"
     st.plotly_chart(mask_attention_heatmap(matrix, labels, result.tokens, title,
                                            "head" if view.startswith("One") else "layer"),
-                    key="fill_mask.attention", config={"displaylogo": False})
+                    key="fill_mask.attention", config=CHART)
     st.caption("Each row is the masked position's attention over all tokens (it sums to 1). Hover a cell for "
                "the weight. Layers and heads count from 1.")
 
@@ -141,11 +141,11 @@ def show_masking_rule(name: str, device: str) -> None:
     chosen = int((draw.kinds != 0).sum())
     right.metric("Selected in this draw", f"{chosen} of {int((~draw.special).sum())} tokens")
     st.plotly_chart(masking_strip(draw, f"One draw (seed {draw.seed}): what the model is given"),
-                    key="fill_mask.strip", config={"displaylogo": False})
+                    key="fill_mask.strip", config=CHART)
     with st.expander("Token by token"):
         st.dataframe(masking_table(draw), hide_index=True, key="fill_mask.masking_table")
     st.plotly_chart(rates_bars(rates, f"Measured over {rates.draws:,} draws of this sentence vs BERT's targets"),
-                    key="fill_mask.rates", config={"displaylogo": False})
+                    key="fill_mask.rates", config=CHART)
     table = rates_table(rates)
     st.dataframe(table.assign(measured=table["measured"].map("{:.2%}".format),
                               target=table["target"].map("{:.0%}".format),

@@ -7,6 +7,7 @@ CLI: python -m vizcore attention (vizcore/attention/cli.py)
 import streamlit as st
 
 from ui import url_state
+from ui.feedback import CHART
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
 from vizcore.attention.examples import EXAMPLES
 from vizcore.plot import attention_heatmap
@@ -40,7 +41,7 @@ figure = attention_heatmap(
     result.tokens,
     title=f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens",
 )
-st.plotly_chart(figure, key="home.heatmap", config={"displaylogo": False})
+st.plotly_chart(figure, key="home.heatmap", config=CHART)
 url_state.write({"layer": layer, "head": head})
 st.caption(
     "Each row is a query token and shows how it spreads its attention (the row sums to 1) over the "

@@ -9,7 +9,7 @@ import math
 import streamlit as st
 
 from ui import url_state
-from ui.feedback import or_stop
+from ui.feedback import CHART, or_stop
 from ui.inside import get_learned, get_sinusoidal
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
@@ -23,8 +23,6 @@ from vizcore.positional.encoding import (
     worked_example,
 )
 from vizcore.positional.figures import position_scatter, waves_figure
-
-CHART = {"displaylogo": False}
 
 st.title("Positional encoding")
 st.markdown(

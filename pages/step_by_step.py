@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import url_state
-from ui.feedback import or_none, or_stop
+from ui.feedback import CHART, or_none, or_stop
 from ui.inside import (
     get_embedding_parts,
     get_padding,
@@ -26,7 +26,6 @@ from vizcore.inside.figures import change_bars, softmax_bars, token_labels, vari
 from vizcore.inside.steps import MASKED, architecture
 from vizcore.plot import display_tokens
 
-CHART = {"displaylogo": False}
 PAGE = "step_by_step"
 
 st.title("Attention, step by step")

@@ -13,6 +13,7 @@ import streamlit as st
 from vizcore.errors import VizError
 
 T = TypeVar("T")
+CHART = {"displaylogo": False}  # every plotly chart's config: no plotly logo in the toolbar
 
 
 def or_stop(compute: Callable[..., T], *args, show: Callable[[str], object] = st.error, **kwargs) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import jobs
+from ui.feedback import CHART
 from ui.state import selection
 from ui.training import (
     KEY_ANALYSIS,
@@ -26,7 +27,6 @@ from vizcore.finetune.figures import confusion_heatmap, head_change_heatmap, pca
 from vizcore.finetune.training import MODE_LABELS, TrainingJob
 from vizcore.plot import attention_heatmap
 
-CHART = {"displaylogo": False}
 METRICS = {"js": "Jensen-Shannon divergence (bits)", "abs": "mean absolute difference"}
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from ui import state
+from ui.feedback import CHART
 from ui.state import get_model
 from vizcore.inside.demos import (
     PaddingDemo,
@@ -79,7 +80,7 @@ def show_matrix(matrix: np.ndarray, title: str, key: str, rows: list[str] | None
     """A labelled heatmap with its shape in the title (``matrix_heatmap``), drawn in ``container``."""
     figure = matrix_heatmap(matrix, title, row_labels=rows, col_labels=cols, row_title=row_title,
                             col_title=col_title, value_name=value_name, diverging=diverging, zrange=zrange)
-    container.plotly_chart(figure, key=key, config={"displaylogo": False})
+    container.plotly_chart(figure, key=key, config=CHART)
 
 
 def show_check(label: str, value: float, container=st, tolerance: float = 1e-5) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import jobs
+from ui.feedback import CHART
 from vizcore.errors import VizError
 from vizcore.finetune.figures import tiny_accuracy_curve, tiny_attention_grid
 from vizcore.finetune.tiny import TASKS, TinyConfig, TinyJob, anti_diagonal_mass, example_digits, predict_tiny
 
 KEY_TINY_JOB = "finetune.tiny_job"
-CHART = {"displaylogo": False}
 TASK_LABELS = {"reverse": "reverse the digits", "sort": "sort the digits"}
 
 

@@ -10,7 +10,7 @@ import json
 import streamlit as st
 
 from ui import why
-from ui.feedback import or_none, or_stop
+from ui.feedback import CHART, or_none, or_stop
 from ui.state import get_model
 from ui.why import WhyContext
 from vizcore.errors import VizError
@@ -140,7 +140,7 @@ def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None
         title = f"Mask {number + 1}: each word's probability" if len(result.masks) > 1 else \
             "The masked word: each word's probability"
         columns[0].plotly_chart(before_after_bars(mask.compared, title), key=f"why.ablation.bars{number}",
-                                config={"displaylogo": False})
+                                config=CHART)
         if mask.word is not None:
             columns[1].metric(f"P({mask.word})", percent(mask.word_after),
                               f"{(mask.word_after - mask.word_before) * 100:+.2f} points",
@@ -170,7 +170,7 @@ def classifier_section(ctx: WhyContext, heads: list[tuple[int, int]], mode: str)
     if effect is not None:
         st.plotly_chart(class_bars(effect.labels, effect.before, effect.after,
                                    f"Class probabilities of “{ctx.sentence[:60]}”"),
-                        key="why.ablation.classes", config={"displaylogo": False})
+                        key="why.ablation.classes", config=CHART)
         st.caption("The same heads are switched off in the classifier's own (fine-tuned) encoder.")
 
 
@@ -179,7 +179,7 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
     change = result.attention_change()
     st.plotly_chart(layer_head_heatmap(change, "How far each head's attention moved (✕ = switched off)",
                                        "moved (JS, bits)", diverging=False, marked=heads, zrange=(0.0, max(0.05, float(
-                                           change.max())))), key="why.ablation.moved", config={"displaylogo": False})
+                                           change.max())))), key="why.ablation.moved", config=CHART)
     st.caption("Moved = the Jensen-Shannon divergence between a head's attention rows with every head and with "
                "the chosen heads off, averaged over tokens (as the Fine-tuning lab measures what training "
                "changed): 0 = unchanged, 1 bit = looks somewhere else entirely. "
@@ -197,4 +197,4 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
                                  (columns[1], result.attention_after, "heads off")):
         column.plotly_chart(attention_heatmap(matrix[layer, head], result.tokens,
                                               title=f"Layer {layer + 1}, head {head + 1}: {when}"),
-                            key=f"why.ablation.attention.{when}", config={"displaylogo": False})
+                            key=f"why.ablation.attention.{when}", config=CHART)

@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from ui import jobs, url_state
-from ui.feedback import or_none
+from ui.feedback import CHART, or_none
 from ui.why import WhyContext
 from vizcore.why.figures import importance_heatmap, pruning_lines, rank_scatter
 from vizcore.why.heldout import SENTENCES
@@ -39,7 +39,6 @@ MIN_COUNT = 2
 METRIC_NAMES = {"log_prob": "mean log-probability of the masked words", "loss": "cross-entropy loss",
                 "accuracy": "accuracy"}
 DROP_NAMES = {"log_prob": "drop in mean log-prob", "loss": "rise in loss", "accuracy": "drop in accuracy"}
-CHART = {"displaylogo": False}
 
 
 def _target(raw: str) -> str:

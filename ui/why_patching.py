@@ -9,7 +9,7 @@ import json
 
 import streamlit as st
 
-from ui.feedback import or_stop
+from ui.feedback import CHART, or_stop
 from ui.state import get_model
 from ui.why import WhyContext
 from vizcore.why.examples import PATCH_PAIRS, PatchPair
@@ -63,14 +63,14 @@ def show(ctx: WhyContext) -> dict:
     columns[2].metric("Difference to recover", f"{result.ld_clean - result.ld_corrupt:.3f}")
     st.plotly_chart(patching_heatmap(result.recovered, result.clean_tokens, result.corrupt_tokens,
                                      "Recovered share: one hidden state at one position patched from the clean run"),
-                    key="why.patching.states", config={"displaylogo": False})
+                    key="why.patching.states", config=CHART)
     st.caption("Rows: the embedding output, then the output of each layer. 1 = the clean answer is back, 0 = "
                "nothing changed, negative = further away. The last layer at the mask is exactly 1 (it is what the "
                "masked-LM head reads) and 0 elsewhere; the embeddings recover only where the sentences differ.")
     st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: one head's output, at every "
                                        "position, patched from the clean run", "recovered",
                                        zrange=_symmetric(result.head_recovered)),
-                    key="why.patching.heads", config={"displaylogo": False})
+                    key="why.patching.heads", config=CHART)
     st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),
                        file_name="patching.json", mime="application/json", key="why.patching.download")
     return dict(values)

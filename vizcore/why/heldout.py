@@ -22,11 +22,11 @@ import torch
 
 from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import separable_head
+from vizcore.mlm.masking import IGNORE
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import Hook, check_text, model_inputs
 from vizcore.model.run import forward as core_forward
 
-IGNORE = -100  # label of a position that is not masked (PyTorch's cross-entropy convention)
 DEFAULT_RATE = 0.15
 
 SENTENCES: tuple[str, ...] = (
