@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-HEADS = ("base", "mlm")
+HEADS = ("base", "mlm", "causal-lm")
 # Hub ids suggested in the UI for users who are online; nothing here needs them.
 SUGGESTED_HUB_MODELS = (
     "bert-base-uncased",

@@ -18,6 +18,7 @@ import torch
 from transformers import (
     AutoConfig,
     AutoModel,
+    AutoModelForCausalLM,
     AutoModelForMaskedLM,
     AutoTokenizer,
     PretrainedConfig,
@@ -120,7 +121,8 @@ def _check_local_folder(path: Path) -> Path:
 def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "base") -> LoadedModel:
     """Load a model for inference with eager attention (the SDPA path returns no weights).
 
-    ``head`` is ``base`` (the bare encoder/decoder) or ``mlm`` (with its masked-LM head).
+    ``head`` is ``base`` (the bare encoder/decoder), ``mlm`` (with its masked-LM head) or ``causal-lm``
+    (with its next-token head, e.g. GPT-2's ``lm_head``).
     Raises VizError with a fix-it message for every failure a user can cause.
     """
     if head not in HEADS:
@@ -130,6 +132,9 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "bas
     transformers_logging.disable_progress_bar()
     source, builtin = resolve_source(name)
     config = _load_config(name, source)
+    if head == "causal-lm" and not is_causal(config):
+        raise VizError(f"'{name}' is an encoder (each token reads the whole sentence): next-token prediction needs "
+                       "a causal LM, such as GPT-2 or BERT as a decoder (is_decoder=True).")
     model = _load_weights(name, source, config, head, builtin)
     patch = builtin.patcher() if builtin is not None else None
     if patch is not None:
@@ -219,7 +224,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 def _load_weights(
     name: str, source: str, config: PretrainedConfig, head: str, builtin: BuiltinModel | None
 ) -> PreTrainedModel:
-    auto = AutoModelForMaskedLM if head == "mlm" else AutoModel
+    auto = {"mlm": AutoModelForMaskedLM, "causal-lm": AutoModelForCausalLM}.get(head, AutoModel)
     # BERT-family attention writes its weights straight into the run's buffer (vizcore.model.sink).
     attention = sink.IMPLEMENTATION if getattr(config, "model_type", "") in sink.FAMILIES else "eager"
     try:
@@ -231,9 +236,10 @@ def _load_weights(
     except OSError as error:
         raise VizError(_offline_hint(name) if not Path(source).is_dir() else
                        f"Weights in '{source}' could not be read: {_first_line(error)}") from error
-    missing_head = head == "mlm" and info.get("missing_keys") and (builtin is None or builtin.patch is None)
+    missing_head = head != "base" and info.get("missing_keys") and (builtin is None or builtin.patch is None)
     if missing_head:
-        raise VizError(f"'{name}' has no trained masked-LM head: pick a masked-LM model for this.")
+        kind = "masked-LM" if head == "mlm" else "causal-LM (next-token)"
+        raise VizError(f"'{name}' has no trained {kind} head: pick a {kind} model for this.")
     return model
 
 
