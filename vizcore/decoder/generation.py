@@ -46,15 +46,26 @@ class Generation:
 
 
 def prompt_ids(loaded: LoadedModel, prompt: str) -> torch.Tensor:
-    """The prompt's token ids (1, T), without an end-of-sequence token; VizError when empty or too long."""
+    """The prompt's token ids (1, T) as the model reads a text's start: with the tokenizer's leading
+    special tokens (BERT's [CLS], which the causal-tuned MiniLM was trained to start from; GPT-2 adds
+    none) but no closing one ([SEP], end of sequence). VizError when empty or too long."""
     check_text(prompt, "prompt")
-    ids = loaded.tokenizer(prompt, add_special_tokens=False, return_tensors="pt", verbose=False)["input_ids"]
-    if ids.shape[1] == 0:
+    encoding = loaded.tokenizer(prompt, return_special_tokens_mask=True, verbose=False)
+    ids, special = list(encoding["input_ids"]), list(encoding["special_tokens_mask"])
+    while ids and special[-1]:
+        ids.pop()
+        special.pop()
+    if not any(not s for s in special):
         raise VizError("The prompt produced no tokens for this model: type a few words.")
-    if ids.shape[1] >= loaded.max_length:
-        raise VizError(f"The prompt has {ids.shape[1]:,} tokens; this model reads at most {loaded.max_length:,}, "
+    if len(ids) >= loaded.max_length:
+        raise VizError(f"The prompt has {len(ids):,} tokens; this model reads at most {loaded.max_length:,}, "
                        "and generation needs room for new ones. Shorten it.")
-    return ids
+    return torch.tensor([ids])
+
+
+def stop_ids(tokenizer) -> set[int]:
+    """Tokens that end a generation: the end-of-sequence token, and [SEP] for BERT-style decoders."""
+    return {i for i in (tokenizer.eos_token_id, tokenizer.sep_token_id) if i is not None}
 
 
 def next_token_logits(loaded: LoadedModel, ids: torch.Tensor) -> torch.Tensor:
@@ -75,6 +86,7 @@ def generate(loaded: LoadedModel, prompt: str, max_new_tokens: int = 20, setting
     ids = prompt_ids(loaded, prompt)
     room = loaded.max_length - ids.shape[1]
     generator = torch.Generator().manual_seed(seed)
+    stop = stop_ids(loaded.tokenizer)
     steps = []
     for _ in range(min(max_new_tokens, room)):
         shaped = shape(next_token_logits(loaded, ids), settings)
@@ -82,9 +94,9 @@ def generate(loaded: LoadedModel, prompt: str, max_new_tokens: int = 20, setting
         steps.append(Step(token_id=token_id, token=loaded.tokenizer.decode([token_id]),
                           top=[(loaded.tokenizer.decode([i]), i, p) for i, p in shaped.top(top) if p > 0]))
         ids = torch.cat([ids, torch.tensor([[token_id]], device=ids.device)], dim=1)
-        if token_id == loaded.tokenizer.eos_token_id:
+        if token_id in stop:
             break
     prompt_length = int(ids.shape[1]) - len(steps)
     return Generation(model=loaded.name,
                       prompt_tokens=loaded.tokenizer.convert_ids_to_tokens(ids[0, :prompt_length].tolist()),
-                      steps=steps, text=loaded.tokenizer.decode(ids[0].tolist()))
+                      steps=steps, text=loaded.tokenizer.decode(ids[0].tolist(), skip_special_tokens=True))

@@ -72,6 +72,8 @@ def apply_changed_state(model, state: dict[str, torch.Tensor], mask_id: int) -> 
     if missing or not updates:
         raise ValueError(f"weights do not fit this model: {missing[:3]}")
     model.load_state_dict(updates, strict=False)
+    if MASK_ROW_KEY not in state:  # a file of later layers only (the next-sentence run's)
+        return
     embeddings = model.bert.embeddings if is_mlm else model.embeddings
     with torch.no_grad():
         embeddings.word_embeddings.weight[mask_id] = state[MASK_ROW_KEY].to(embeddings.word_embeddings.weight.dtype)
@@ -84,26 +86,31 @@ def _mask_token_id() -> int:
     return int(AutoTokenizer.from_pretrained(str(embedded_minilm_path())).mask_token_id)
 
 
-def apply_trained_weights(model: PreTrainedModel, head: str) -> None:
-    """The catalogue's ``patch`` of ``minilm-mlm-tuned``: the trained tensors into a fresh
-    BertForMaskedLM (or BertModel)."""
+def apply_weights_file(model: PreTrainedModel, path: Path, what: str, require_head: str | None = None) -> None:
+    """A shipped file of changed tensors (``apply_changed_state``) into a freshly loaded model, or a
+    VizError saying what to do; ``require_head``: a key prefix the file must cover (the trained head)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    path = weights_path()
     try:
         state = load_file(str(path))
     except (OSError, SafetensorError) as error:
-        raise VizError(f"The masked-LM weights '{path}' could not be read ({error}); re-run the export.") from error
+        raise VizError(f"The {what} weights '{path}' could not be read ({error}); re-run the export.") from error
     try:
         apply_changed_state(model, state, _mask_token_id())
     except (KeyError, ValueError, RuntimeError) as error:
-        raise VizError(f"The masked-LM weights '{path}' do not fit the embedded encoder: {error}") from error
-    if head == "mlm":
-        untrained = [k for k in model.state_dict() if k.startswith("cls.") and k not in state
+        raise VizError(f"The {what} weights '{path}' do not fit the embedded encoder: {error}") from error
+    if require_head:
+        untrained = [k for k in model.state_dict() if k.startswith(require_head) and k not in state
                      and not k.endswith("decoder.weight")]  # the decoder is tied to the word embeddings
         if untrained:
-            raise VizError(f"The masked-LM weights '{path}' lack the MLM head ({untrained[0]}); re-run the export.")
+            raise VizError(f"The {what} weights '{path}' lack the trained head ({untrained[0]}); re-run the export.")
+
+
+def apply_trained_weights(model: PreTrainedModel, head: str) -> None:
+    """The catalogue's ``patch`` of ``minilm-mlm-tuned``: the trained tensors into a fresh
+    BertForMaskedLM (or BertModel)."""
+    apply_weights_file(model, weights_path(), "masked-LM", require_head="cls." if head == "mlm" else None)
 
 
 def training_metrics() -> dict | None:

@@ -17,14 +17,19 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-HEADS = ("base", "mlm", "causal-lm")
+HEADS = ("base", "mlm", "causal-lm", "nsp")
+HEAD_NAMES = {"base": "bare encoder/decoder", "mlm": "masked-LM", "causal-lm": "causal-LM (next-token)",
+              "nsp": "next-sentence (NSP)"}
 # Hub ids suggested in the UI for users who are online; nothing here needs them.
 SUGGESTED_HUB_MODELS = (
     "bert-base-uncased",
     "distilbert-base-uncased",
     "roberta-base",
     "gpt2",
+    "distilgpt2",
 )
+SUGGESTED_HUB_HEADS = {"bert-base-uncased": ("base", "mlm", "nsp"), "gpt2": ("base", "causal-lm"),
+                       "distilgpt2": ("base", "causal-lm")}
 # Device nodes without which no GPU can be visible to torch on Linux: NVIDIA, WSL2's GPU bridge, AMD ROCm.
 _ACCELERATOR_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/dev/kfd")
 
@@ -53,6 +58,7 @@ class BuiltinModel:
     kind: str = "encoder"
     heads: tuple[str, ...] = ("base",)
     patch: str | None = None
+    config: tuple[tuple[str, object], ...] = ()  # config values set on load, e.g. (("is_decoder", True),)
 
     def source(self) -> Path:
         """The Hugging Face folder the model loads from (imports ``folder``'s module)."""
@@ -71,6 +77,10 @@ def resolve(reference: str) -> Callable:
 
 MLM_MODEL = "minilm-mlm-tuned"
 MLM_LABEL = "MiniLM, MLM-tuned here"
+NSP_MODEL = "minilm-nsp-tuned"
+NSP_LABEL = "MiniLM, MLM + NSP tuned here"
+CAUSAL_MODEL = "minilm-causal-tuned"
+CAUSAL_LABEL = "MiniLM, causal-tuned here"
 
 # Every built-in, in the order the model lists show them. A model added here is listed, loaded and
 # exported (python -m vizcore export-model) with no other registration.
@@ -92,6 +102,28 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             folder="vizcore.mlm.weights:checked_source",
             heads=("base", "mlm"),
             patch="vizcore.mlm.weights:apply_trained_weights",
+        ),
+        BuiltinModel(
+            name=NSP_MODEL,
+            label=NSP_LABEL,
+            description=f"{NSP_LABEL}: the MLM-tuned MiniLM with BERT's second pre-training head, next "
+            "sentence prediction, trained in this repo (python -m tools.nsp_training), offline; both heads, "
+            "as BertForPreTraining; online, bert-base-uncased is the original",
+            folder="vizcore.mlm.nsp:checked_source",
+            heads=("base", "mlm", "nsp"),
+            patch="vizcore.mlm.nsp:apply_trained_weights",
+        ),
+        BuiltinModel(
+            name=CAUSAL_MODEL,
+            label=CAUSAL_LABEL,
+            description=f"{CAUSAL_LABEL}: the MLM-tuned MiniLM turned decoder (BertLMHeadModel, is_decoder=True: "
+            "a causal mask on the same weights) and trained in this repo for next-token prediction "
+            "(python -m tools.clm_training), offline; online, gpt2 or distilgpt2",
+            folder="vizcore.decoder.weights:checked_source",
+            kind="decoder",
+            heads=("base", "causal-lm"),
+            patch="vizcore.decoder.weights:apply_trained_weights",
+            config=(("is_decoder", True),),
         ),
     )
 }
@@ -140,7 +172,7 @@ def available_models() -> list[dict]:
     ]
     rows += [
         {"name": n, "description": "Hugging Face hub id: needs internet or a local cache", "offline": False,
-         "kind": "hub", "heads": ["base", "mlm"]}
+         "kind": "hub", "heads": list(SUGGESTED_HUB_HEADS.get(n, ("base", "mlm")))}
         for n in SUGGESTED_HUB_MODELS
     ]
     return rows

@@ -20,6 +20,7 @@ from transformers import (
     AutoModel,
     AutoModelForCausalLM,
     AutoModelForMaskedLM,
+    AutoModelForPreTraining,
     AutoTokenizer,
     PretrainedConfig,
     PreTrainedModel,
@@ -32,6 +33,7 @@ from vizcore.model import sink
 from vizcore.model.catalog import (  # noqa: F401  (re-exported: the catalogue is part of this module's API)
     BUILTIN_MODELS,
     DEFAULT_MODEL,
+    HEAD_NAMES,
     HEADS,
     SUGGESTED_HUB_MODELS,
     BuiltinModel,
@@ -121,8 +123,9 @@ def _check_local_folder(path: Path) -> Path:
 def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "base") -> LoadedModel:
     """Load a model for inference with eager attention (the SDPA path returns no weights).
 
-    ``head`` is ``base`` (the bare encoder/decoder), ``mlm`` (with its masked-LM head) or ``causal-lm``
-    (with its next-token head, e.g. GPT-2's ``lm_head``).
+    ``head`` is ``base`` (the bare encoder/decoder), ``mlm`` (with its masked-LM head), ``causal-lm``
+    (with its next-token head, e.g. GPT-2's ``lm_head``) or ``nsp`` (BERT's pre-training shape,
+    ``BertForPreTraining``: masked-LM and next-sentence heads).
     Raises VizError with a fix-it message for every failure a user can cause.
     """
     if head not in HEADS:
@@ -132,6 +135,8 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "bas
     transformers_logging.disable_progress_bar()
     source, builtin = resolve_source(name)
     config = _load_config(name, source)
+    for key, value in (builtin.config if builtin is not None else ()):
+        setattr(config, key, value)
     if head == "causal-lm" and not is_causal(config):
         raise VizError(f"'{name}' is an encoder (each token reads the whole sentence): next-token prediction needs "
                        "a causal LM, such as GPT-2 or BERT as a decoder (is_decoder=True).")
@@ -168,6 +173,11 @@ def install_output_hooks(model: PreTrainedModel) -> None:
     for module in model.modules():
         if isinstance(module, PreTrainedModel):
             maybe_install_capturing_hooks(module)
+
+
+def has_nsp_head(model: PreTrainedModel) -> bool:
+    """Whether a model has BERT's next-sentence classifier (``cls.seq_relationship``)."""
+    return hasattr(getattr(model, "cls", None), "seq_relationship")
 
 
 def is_causal(config: PretrainedConfig) -> bool:
@@ -224,7 +234,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 def _load_weights(
     name: str, source: str, config: PretrainedConfig, head: str, builtin: BuiltinModel | None
 ) -> PreTrainedModel:
-    auto = {"mlm": AutoModelForMaskedLM, "causal-lm": AutoModelForCausalLM}.get(head, AutoModel)
+    auto = {"mlm": AutoModelForMaskedLM, "causal-lm": AutoModelForCausalLM,
+            "nsp": AutoModelForPreTraining}.get(head, AutoModel)
     # BERT-family attention writes its weights straight into the run's buffer (vizcore.model.sink).
     attention = sink.IMPLEMENTATION if getattr(config, "model_type", "") in sink.FAMILIES else "eager"
     try:
@@ -236,10 +247,13 @@ def _load_weights(
     except OSError as error:
         raise VizError(_offline_hint(name) if not Path(source).is_dir() else
                        f"Weights in '{source}' could not be read: {_first_line(error)}") from error
-    missing_head = head != "base" and info.get("missing_keys") and (builtin is None or builtin.patch is None)
-    if missing_head:
-        kind = "masked-LM" if head == "mlm" else "causal-LM (next-token)"
-        raise VizError(f"'{name}' has no trained {kind} head: pick a {kind} model for this.")
+    trained = builtin is not None and builtin.patch is not None and head in builtin.heads
+    no_nsp = head == "nsp" and not has_nsp_head(model)
+    missing = [k for k in info.get("missing_keys") or () if not trained]
+    if no_nsp or (head == "nsp" and any("seq_relationship" in k for k in missing)) or (head != "base" and missing):
+        kind = HEAD_NAMES[head]
+        raise VizError(f"'{name}' has no trained {kind} head: pick a {kind} model for this"
+                       + (" (e.g. minilm-nsp-tuned, or bert-base-uncased online)." if head == "nsp" else "."))
     return model
 
 

@@ -38,6 +38,7 @@ class Run:
     values: np.ndarray | None = None
     head_outputs: np.ndarray | None = None  # float32 [L, H, T, d_head]: softmax(QKᵀ) V per head, before W_O
     logits: np.ndarray | None = None  # float32 [T, vocab] when the model has an LM head
+    next_sentence_logits: np.ndarray | None = None  # float32 [2] (IsNext, NotNext) with BERT's NSP head
 
     def __post_init__(self) -> None:
         check_attention(self.attention, num_tokens=len(self.tokens))

@@ -377,7 +377,8 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
         output = forward(loaded, inputs, recorder.specs(), capture.hidden)
         attention = torch.stack([layer[0] for layer in output.attentions]).float().cpu().numpy()  # (L, H, T, T)
     ids = encoding["input_ids"][0]
-    logits = getattr(output, "logits", None) if capture.logits else None
+    logits = getattr(output, "logits", getattr(output, "prediction_logits", None)) if capture.logits else None
+    next_sentence = getattr(output, "seq_relationship_logits", None)
     return Run(
         model=loaded.name,
         text=text,
@@ -397,4 +398,5 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
         values=recorder.stacked("values"),
         head_outputs=recorder.stacked("head_outputs"),
         logits=None if logits is None else logits[0].float().cpu().numpy(),
+        next_sentence_logits=None if next_sentence is None else next_sentence[0].float().cpu().numpy(),
     )
