@@ -11,6 +11,7 @@ import errno
 import os
 import re
 import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,11 @@ _HUB_URL = re.compile(r"^https?://(?:www\.)?(?:huggingface\.co|hf\.co)/((?!datas
                       r"(?:/(?:tree|blob|resolve)/.*)?/?$", re.IGNORECASE)
 _SHOWN_CHARS = 80  # longer names are cut in messages
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+# transformers builds a model on the meta device and then fills it, switching process-wide state
+# (the default device, init hooks) while it does: two loads at once in one process (the server's
+# warm-up thread and a page opened by a direct link) corrupt each other ("Cannot copy out of meta
+# tensor"). Loads therefore take turns; running models is unaffected.
+_LOAD_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -140,14 +146,15 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "bas
     if head == "causal-lm" and not is_causal(config):
         raise VizError(f"'{name}' is an encoder (each token reads the whole sentence): next-token prediction needs "
                        "a causal LM, such as GPT-2 or BERT as a decoder (is_decoder=True).")
-    model = _load_weights(name, source, config, head, builtin)
-    patch = builtin.patcher() if builtin is not None else None
-    if patch is not None:
-        patch(model, head)
-    model.to(torch_device).eval()
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    install_output_hooks(model)
+    with _LOAD_LOCK:
+        model = _load_weights(name, source, config, head, builtin)
+        patch = builtin.patcher() if builtin is not None else None
+        if patch is not None:
+            patch(model, head)
+        model.to(torch_device).eval()
+        for parameter in model.parameters():
+            parameter.requires_grad_(False)
+        install_output_hooks(model)
     tokenizer = _load_tokenizer(name, source)
     return LoadedModel(
         name=name.strip(),
