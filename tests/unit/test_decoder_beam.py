@@ -91,3 +91,15 @@ def test_each_step_records_beams_their_parents_and_summed_log_probabilities(gpt2
 def test_a_bad_width_gets_a_clear_message(gpt2, width):
     with pytest.raises(VizError, match="beam width"):
         beam_search(gpt2, PROMPT, width=width)
+
+
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_early_stopping_decides_whether_finished_beams_end_the_search(gpt2, early_stopping):
+    """Here two short hypotheses finish at once; early_stopping=False searches on, finds longer and better."""
+    prompt = "She opened the"
+    stop = {int(next_token_logits(gpt2, prompt_ids(gpt2, prompt)).topk(2).indices[1])}
+    result = beam_search(gpt2, prompt, width=2, max_new_tokens=8, early_stopping=early_stopping, stop=stop)
+    sequences, scores = transformers_beams(gpt2, prompt, 2, 8, stop, 1.0, early_stopping)
+    assert [list(h.token_ids) for h in result.hypotheses] == sequences
+    assert [h.normalised for h in result.hypotheses] == pytest.approx(scores, abs=1e-4)
+    assert len(result.steps) == (2 if early_stopping else 8)
