@@ -45,10 +45,11 @@ class Beam:
     parent: int  # which beam of the previous step (0-based, best first) it extends; -1 at the first step
     finished: bool = False
     normalised: float | None = None
+    token: str = ""  # the newest token, decoded
 
     def to_dict(self) -> dict:
-        return {"token_ids": list(self.token_ids), "text": self.text, "score": self.score, "parent": self.parent,
-                "finished": self.finished, "normalised": self.normalised}
+        return {"token_ids": list(self.token_ids), "text": self.text, "token": self.token, "score": self.score,
+                "parent": self.parent, "finished": self.finished, "normalised": self.normalised}
 
 
 @dataclass(frozen=True)
@@ -133,12 +134,13 @@ def beam_search(loaded: LoadedModel, prompt: str, width: int = 3, max_new_tokens
 
 
 def _named(beam: Beam, decode) -> Beam:
-    return Beam(beam.token_ids, decode(list(beam.token_ids)), beam.score, beam.parent)
+    return Beam(beam.token_ids, decode(list(beam.token_ids)), beam.score, beam.parent,
+                token=decode([beam.token_ids[-1]]))
 
 
 def _finish(beam: Beam, decode, length: int, length_penalty: float) -> Beam:
     return Beam(beam.token_ids, decode(list(beam.token_ids)), beam.score, beam.parent, finished=True,
-                normalised=beam.score / length ** length_penalty)
+                normalised=beam.score / length ** length_penalty, token=decode([beam.token_ids[-1]]))
 
 
 def _done(beams: list[Beam], hypotheses: list[Beam], width: int, length: int, length_penalty: float,
