@@ -310,12 +310,10 @@ def show_lens(view: StepView) -> None:
         return
     st.markdown("The model's own head reads the hidden state of the newest token after each layer (row 0: the "
                 "embeddings, before any attention). The last row is the model's prediction: the grey bars above.")
-    left, right = st.columns([3, 2])
-    left.plotly_chart(lens_heatmap(view.lens, "Layer by layer: the top next tokens"), key="generate.lens",
-                      config=CHART)
+    st.plotly_chart(lens_heatmap(view.lens, "Layer by layer: the top next tokens"), key="generate.lens", config=CHART)
     word = view.lens.tokens[-1][0].strip()
-    right.plotly_chart(lens_curve(view.lens, f"How sure each layer is of '{word}'"), key="generate.lens_curve",
-                       config=CHART)
+    st.plotly_chart(lens_curve(view.lens, f"How sure each layer is of '{word}'"), key="generate.lens_curve",
+                    config=CHART)
 
 
 def show_beams(search: BeamSearch, steps: int) -> None:

@@ -52,6 +52,12 @@ def cut_description(settings: Settings, kept: int) -> str:
     return f"{' and '.join(parts) or 'no cut'}: {kept:,} kept"
 
 
+def probability_ticks(top: float) -> list[float]:
+    """About five round ticks from 0 to ``top`` (room is left beyond for the bar labels, never a 120 % tick)."""
+    step = next((s for s in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25) if top / s <= 6), 0.25)
+    return [round(i * step, 2) for i in range(int(top / step + 1e-9) + 1)]
+
+
 def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
     """Per candidate (rows, best first): grey = the model's probability, blue = after the controls (0 when
     cut), the drawn token orange; a red line between the last kept and the first cut candidate."""
@@ -72,7 +78,7 @@ def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
     top = float(max(table["model"].max(), table["after controls"].max(), 1e-9))
     fig.update_layout(barmode="group", bargap=0.25, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom",
                                                             "font": {"size": TICK_FONT_SIZE}})
-    fig.update_xaxes(title="probability", range=[0, min(1.0, top * 1.3)], tickformat=".0%",
+    fig.update_xaxes(title="probability", range=[0, top * 1.3], tickvals=probability_ticks(top), tickformat=".0%",
                      tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(tickmode="array", tickvals=rows, ticktext=labels, autorange="reversed",
                      tickfont={"size": FONT_SIZE})
@@ -81,6 +87,10 @@ def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
                       annotation={"text": f"cut-off · {cut_description(settings, c.kept)}", "font":
                                   {"size": TICK_FONT_SIZE, "color": CUT_COLOUR}},
                       annotation_position="bottom right")
+    else:  # the cut lies beyond the bars shown: say where
+        fig.add_annotation(text=f"{cut_description(settings, c.kept)}: the cut-off lies below these {len(rows)}",
+                           xref="paper", yref="paper", x=1, y=0.02, xanchor="right", showarrow=False,
+                           font={"size": TICK_FONT_SIZE, "color": CUT_COLOUR})
     height = int(np.clip(34 * len(rows) + 170, 300, 1000))
     return compact_layout(fig, title, height=height, top=110)
 
