@@ -52,7 +52,7 @@ def test_no_cut_off_line_when_every_bar_is_kept(gpt2):
     view = step_view(gpt2, PROMPT, settings=Settings(1.0))
     fig = next_token_bars(candidates(gpt2, view, count=10), Settings(1.0), "Next token")
     assert not [s for s in fig.layout.shapes if s.type == "line"]
-    assert fig.layout.annotations[0].text == "no cut: 30,522 kept: the cut-off lies below these 10"
+    assert fig.layout.annotations[0].text == "nothing cut: all 30,522 tokens kept"
     np.testing.assert_allclose(fig.data[0].x, fig.data[1].x)
 
 

@@ -88,7 +88,9 @@ def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
                                   {"size": TICK_FONT_SIZE, "color": CUT_COLOUR}},
                       annotation_position="bottom right")
     else:  # the cut lies beyond the bars shown: say where
-        fig.add_annotation(text=f"{cut_description(settings, c.kept)}: the cut-off lies below these {len(rows)}",
+        cut = settings.top_k or settings.top_p < 1
+        fig.add_annotation(text=f"{cut_description(settings, c.kept)}, the cut-off lies below these {len(rows)}"
+                           if cut else f"nothing cut: all {c.kept:,} tokens kept",
                            xref="paper", yref="paper", x=1, y=0.02, xanchor="right", showarrow=False,
                            font={"size": TICK_FONT_SIZE, "color": CUT_COLOUR})
     height = int(np.clip(34 * len(rows) + 170, 300, 1000))
