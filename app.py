@@ -20,6 +20,7 @@ def main() -> None:
                 url_path="step-by-step"),
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
         st.Page("pages/fill_mask.py", title="Fill-mask", icon=":material/edit_note:", url_path="fill-mask"),
+        st.Page("pages/generate.py", title="Generate", icon=":material/auto_awesome:", url_path="generate"),
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
         st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
     ]

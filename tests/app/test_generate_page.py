@@ -1,0 +1,131 @@
+"""The Generate page in AppTest with the offline causal MiniLM: it renders, each control reshapes the bars,
+Next token adds a token, a bad prompt or an encoder gives a message, and the link round-trips.
+
+Nothing here depends on what the model predicts (its weights may still be interim): only on the shapes
+of the distributions the controls make."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.app.conftest import decode_plotly, plotly_traces
+
+PAGE = "pages/generate.py"
+
+
+def bars(at) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(model probabilities, after the controls, bar texts) of the next-token chart."""
+    plain, shaped = plotly_traces(at, 0)[:2]
+    return decode_plotly(plain["x"]).astype(float), decode_plotly(shaped["x"]).astype(float), list(shaped["text"])
+
+
+def no_exception(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def link(at) -> dict[str, str]:
+    """The address bar's parameters after the run (AppTest keeps each as a list of values)."""
+    return {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()}
+
+
+def tokens_line(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Tokens ("))
+
+
+@pytest.fixture(scope="module")
+def page():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP, TIMEOUT
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page(PAGE)
+    return at.run()
+
+
+def test_the_default_view_and_each_control_reshape_the_bars(page):
+    at = page
+    no_exception(at)
+    assert "`she` `opened` `the`" in tokens_line(at) and "(0 generated)" in tokens_line(at)
+    plain, shaped, _ = bars(at)
+    np.testing.assert_allclose(shaped, plain, rtol=1e-6)  # temperature 1, nothing cut: the model's own
+    assert len(at.get("plotly_chart")) == 5  # bars, attention, causal mask, lens, lens curve
+
+    at.slider(key="generate.temperature").set_value(1.5).run()
+    no_exception(at)
+    hot_plain, hot, _ = bars(at)
+    np.testing.assert_allclose(hot_plain, plain)
+    np.testing.assert_allclose(np.log(hot[0] / hot), np.log(plain[0] / plain) / 1.5, rtol=1e-4)  # flatter
+
+    at.slider(key="generate.temperature").set_value(1.0)
+    at.slider(key="generate.top_k").set_value(5).run()
+    _, cut, texts = bars(at)
+    assert (cut > 0).sum() == 5 and texts[5:] == ["cut"] * (len(texts) - 5)
+    assert cut[:5].sum() == pytest.approx(1.0) and cut[0] > plain[0]
+
+    at.slider(key="generate.top_k").set_value(0)
+    at.slider(key="generate.top_p").set_value(0.5).run()
+    _, nucleus, _ = bars(at)
+    kept = int((nucleus > 0).sum())
+    if kept < len(nucleus):  # the nucleus: the fewest top tokens whose probabilities reach p
+        assert plain[:kept].sum() >= 0.5 - 1e-6 and (kept == 1 or plain[:kept - 1].sum() < 0.5)
+        assert nucleus[:kept].sum() == pytest.approx(1.0)
+    else:  # a flat distribution: the bars shown do not reach p, so none of them is cut
+        assert plain.sum() < 0.5 and nucleus[0] > plain[0]
+
+    at.radio(key="generate.mode").set_value("greedy").run()
+    _, greedy, _ = bars(at)
+    assert greedy.tolist() == [1.0] + [0.0] * (len(greedy) - 1)
+    assert link(at)["mode"] == "greedy"
+
+
+def test_next_token_adds_a_token_and_reset_goes_back(page):
+    at = page
+    at.radio(key="generate.mode").set_value("greedy").run()
+    top = bars(at)[0].argmax()
+    at.button(key="generate.next").click().run()
+    no_exception(at)
+    assert "(1 generated)" in tokens_line(at) and ":orange-background[" in tokens_line(at)
+    at.button(key="generate.many").click().run()  # N = 5
+    assert "(6 generated)" in tokens_line(at) or "ended" in " ".join(i.value for i in at.info)
+    assert top == 0
+    at.button(key="generate.reset").click().run()
+    assert "(0 generated)" in tokens_line(at)
+
+
+def test_beam_mode_shows_the_beams(page):
+    at = page
+    at.radio(key="generate.mode").set_value("beam").run()
+    at.button(key="generate.next").click().run()
+    at.button(key="generate.next").click().run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert set(table["step"]) == {1, 2} and (table["status"] == "running").sum() == 6
+    assert "(2 generated)" in tokens_line(at)
+
+
+def test_a_bad_prompt_gives_a_message_not_an_exception(page):
+    at = page
+    at.text_input(key="generate.prompt").set_value("   ").run()
+    no_exception(at)
+    assert any("empty" in e.value for e in at.error)
+
+
+def test_an_encoder_is_refused_with_the_loaders_reason(new_app):
+    at = new_app(PAGE, lm="all-MiniLM-L6-v2").run()
+    no_exception(at)
+    assert any("is an encoder" in e.value for e in at.error)
+
+
+def test_the_link_sets_the_page_and_is_written_back(new_app):
+    params = {"prompt": "I am going to the", "lm": "minilm-causal-tuned", "mode": "sample", "temperature": "0.7",
+              "top_k": "5", "top_p": "0.9", "seed": "3", "steps": "2", "layer": "2", "head": "3"}
+    at = new_app(PAGE, **params).run()
+    no_exception(at)
+    assert at.slider(key="generate.layer").value == 2 and at.slider(key="generate.head").value == 3
+    assert at.slider(key="generate.top_k").value == 5 and at.number_input(key="generate.seed").value == 3
+    assert "(2 generated)" in tokens_line(at) and "`going`" in tokens_line(at)
+    assert {k: link(at)[k] for k in params} == params
+    bad = new_app(PAGE, mode="jump", top_p="7").run()
+    assert any("mode=" in w.value for w in bad.warning) and any("top_p=" in w.value for w in bad.warning)
