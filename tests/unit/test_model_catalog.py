@@ -47,8 +47,12 @@ def tiny_builtin(tiny_mlm_dir, monkeypatch):
 
 def test_every_builtin_is_listed_with_references_that_resolve():
     rows = {row["name"]: row for row in catalog.available_models()}
-    assert list(BUILTIN_MODELS) == [catalog.DEFAULT_MODEL, MLM_MODEL]
+    assert list(BUILTIN_MODELS) == [catalog.DEFAULT_MODEL, MLM_MODEL, catalog.NSP_MODEL, catalog.CAUSAL_MODEL]
     assert rows[MLM_MODEL]["offline"] and rows[MLM_MODEL]["heads"] == ["base", "mlm"]
+    assert rows[catalog.NSP_MODEL]["heads"] == ["base", "mlm", "nsp"]
+    causal = rows[catalog.CAUSAL_MODEL]
+    assert causal["heads"] == ["base", "causal-lm"] and causal["kind"] == "decoder"
+    assert BUILTIN_MODELS[catalog.CAUSAL_MODEL].config == (("is_decoder", True),)
     for model in BUILTIN_MODELS.values():
         assert rows[model.name]["label"] == model.label
         assert callable(catalog.resolve(model.folder))
