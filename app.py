@@ -19,7 +19,8 @@ def main() -> None:
         st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/stairs:",
                 url_path="step-by-step"),
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
-        st.Page("pages/fill_mask.py", title="Fill-mask", icon=":material/edit_note:", url_path="fill-mask"),
+        st.Page("pages/fill_mask.py", title="Pre-training: masked words & next sentence", icon=":material/edit_note:",
+                url_path="fill-mask"),
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
         st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
     ]
