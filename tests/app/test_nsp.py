@@ -59,7 +59,7 @@ def test_an_example_button_sets_the_pair_and_the_link(app):
     assert not app.exception
     assert (app.text_input(key=KEY_A).value, app.text_input(key=KEY_B).value) == (text, pair)
     assert shown_probability(app) == pytest.approx(expected(text, pair), abs=1e-6)
-    assert (app.query_params["nsp_a"], app.query_params["nsp_b"]) == ([text], [pair])
+    assert (app.query_params["nsp_a"], app.query_params["nsp_b"]) == (text, pair)
 
 
 def test_a_missing_sentence_b_says_so_and_shows_no_gauge(app):
@@ -76,7 +76,7 @@ def test_the_sidebar_pair_is_used_and_followed(app):
     assert (app.text_input(key=KEY_A).value, app.text_input(key=KEY_B).value) == (a, b)
     assert shown_probability(app) == pytest.approx(expected(a, b), abs=1e-6)
     assert any("sidebar's sentence pair" in c.value for c in app.caption)
-    assert "nsp_a" not in app.query_params and app.query_params["pair"] == [b]
+    assert "nsp_a" not in app.query_params and app.query_params["pair"] == b
 
 
 def test_a_link_sets_the_pair(new_app):
