@@ -118,6 +118,7 @@ def show_answer(result: NextSentence, name: str, device: str) -> None:
         table = examples_table([(a, b, e, p) for (a, b, e), p in zip(EXAMPLES, probabilities)])
         right.markdown("**The examples with this model**")
         right.dataframe(table.assign(**{"P(IsNext)": table["P(IsNext)"].map(percent)}), hide_index=True,
+                        column_order=("P(IsNext)", "model says", "expected", "sentence B", "sentence A"),
                         key="fill_mask.nsp_examples", width="stretch")
         right.caption(f"{int((table['expected'] == table['model says']).sum())} of {len(table)} as the "
                       "tutorials label them. Real pairs are seldom this clear-cut.")
