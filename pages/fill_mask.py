@@ -158,6 +158,8 @@ def show_masking_rule(name: str, device: str) -> None:
 
 def masked_words(device: str) -> None:
     """The first task; returns early (the next section still shows) when it cannot be shown."""
+    # A run that ends without drawing the sentence box (a model that fails) would drop its value: keep it.
+    st.session_state[fm.KEY_TEXT] = st.session_state.get(fm.KEY_TEXT, fm.DEFAULT_TEXT)
     name = choose_model()
     if not name:
         st.warning("Type a hub id or a local folder of a masked-LM.")
