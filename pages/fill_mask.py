@@ -1,14 +1,15 @@
-"""Fill-mask: masked-word prediction, layer by layer, the masked position's attention, and BERT's 80/10/10.
+"""Pre-training: BERT's two tasks. Masked words (prediction, layer by layer, the masked position's
+attention, the 80/10/10 rule) and next sentence prediction (ui/nsp.py).
 
-Computation: vizcore/mlm/ (fill_mask, masking, masking_demo, weights) · figures: vizcore/mlm/figures.py ·
-CLI: python -m vizcore fill-mask (vizcore/mlm/cli.py)
+Computation: vizcore/mlm/ (fill_mask, masking, masking_demo, weights, nsp) · figures: vizcore/mlm/figures.py ·
+CLI: python -m vizcore fill-mask, python -m vizcore nsp (vizcore/mlm/cli.py)
 """
 
 import streamlit as st
 
 from ui import fill_mask_state as fm
-from ui import url_state
-from ui.feedback import CHART, or_stop
+from ui import nsp, url_state
+from ui.feedback import CHART, or_none
 from ui.state import selection
 from vizcore.errors import VizError
 from vizcore.mlm.figures import (
@@ -155,29 +156,47 @@ def show_masking_rule(name: str, device: str) -> None:
                "suspicious. A short sentence often gets no selected token at all in one draw.")
 
 
+def masked_words(device: str) -> None:
+    """The first task; returns early (the next section still shows) when it cannot be shown."""
+    # A run that ends without drawing the sentence box (a model that fails) would drop its value: keep it.
+    st.session_state[fm.KEY_TEXT] = st.session_state.get(fm.KEY_TEXT, fm.DEFAULT_TEXT)
+    name = choose_model()
+    if not name:
+        st.warning("Type a hub id or a local folder of a masked-LM.")
+        return
+    if fm.mlm_or_none(name, device) is None:
+        return
+    text = sentence_controls(name, device)
+    predictions_tab, lens_tab, attention_tab, rule_tab = st.tabs(
+        ["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"])
+    with rule_tab:
+        show_masking_rule(name, device)
+    with predictions_tab:
+        result = or_none(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)))
+    if result is None:
+        return
+    if result.truncated:
+        st.warning(f"The input has {result.num_input_tokens:,} tokens; this model reads at most "
+                   f"{len(result.tokens):,}, so the rest is cut off.")
+    with predictions_tab:
+        st.markdown("Tokens: " + " ".join(f"`{t.replace('`', 'ˋ')}`" for t in display_tokens(result.tokens)))
+        show_predictions(result, name, device, text)
+    with lens_tab:
+        show_lens(result)
+    with attention_tab:
+        show_mask_attention(result)
+
+
 fm.init_from_query_params()
-st.title("Fill in the blank: masked-word prediction")
+nsp.prepare()
+st.title("Pre-training: masked words & next sentence")
+st.markdown("BERT learnt from raw text with two tasks at once: guess the **masked words** of a sentence, and "
+            "tell whether a second sentence really follows the first, **[next sentence prediction]"
+            "(#next-sentence-prediction)** (below).")
 device = selection().device
-name = choose_model()
-if not name:
-    st.warning("Type a hub id or a local folder of a masked-LM.")
-    st.stop()
-loaded = fm.mlm_or_stop(name, device)
-text = sentence_controls(name, device)
-url_state.write({"mlm": name, "masked": text})
-predictions_tab, lens_tab, attention_tab, rule_tab = st.tabs(
-    ["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"])
-with rule_tab:
-    show_masking_rule(name, device)
-result = or_stop(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)),
-                 show=predictions_tab.error)
-if result.truncated:
-    st.warning(f"The input has {result.num_input_tokens:,} tokens; this model reads at most {len(result.tokens):,}, "
-               "so the rest is cut off.")
-with predictions_tab:
-    st.markdown("Tokens: " + " ".join(f"`{t.replace('`', 'ˋ')}`" for t in display_tokens(result.tokens)))
-    show_predictions(result, name, device, text)
-with lens_tab:
-    show_lens(result)
-with attention_tab:
-    show_mask_attention(result)
+url_state.write({"mlm": fm.model_name(), "masked": st.session_state.get(fm.KEY_TEXT, fm.DEFAULT_TEXT),
+                 **nsp.url_params()})
+st.header("Masked words", anchor="masked-words", divider="gray")
+masked_words(device)
+st.header("Next sentence prediction", anchor="next-sentence-prediction", divider="gray")
+nsp.show_section(device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from ui.feedback import or_stop
+from ui.feedback import or_none
 from ui.state import get_model
 from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import FillMaskResult, FillStep, Word, fill_iteratively, fill_mask, mask_word, maskable_words
@@ -57,9 +57,9 @@ def model_name() -> str:
     return (state.get(KEY_MODEL_OTHER) or "").strip() if choice == OTHER_MODEL else choice
 
 
-def mlm_or_stop(name: str, device: str) -> LoadedModel:
-    """The masked-LM, or a clear error on the page (the sentence stays as it is)."""
-    return or_stop(get_model, name, device, "mlm")
+def mlm_or_none(name: str, device: str) -> LoadedModel | None:
+    """The masked-LM, or a clear error on the page (the sentence stays as it is, the next section shows)."""
+    return or_none(get_model, name, device, "mlm")
 
 
 @st.cache_data(show_spinner="Predicting the masked words…", max_entries=32)

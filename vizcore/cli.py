@@ -16,6 +16,7 @@ import sys
 from typing import Sequence
 
 from vizcore.attention import cli as attention_cli
+from vizcore.decoder import cli as decoder_cli
 from vizcore.errors import VizError
 from vizcore.finetune import cli as finetune_cli
 from vizcore.mlm import cli as mlm_cli
@@ -24,7 +25,7 @@ from vizcore.positional import cli as positional_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
-TOPICS = (model_cli, attention_cli, mlm_cli, positional_cli, finetune_cli, why_cli)
+TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -67,7 +67,7 @@ def bar_scores(at, number: int = 0) -> np.ndarray:
 
 def test_default_page_shows_the_builtin_masked_lm_predictions(app, weights):
     assert not app.exception
-    assert app.title[0].value == "Fill in the blank: masked-word prediction"
+    assert app.title[0].value == "Pre-training: masked words & next sentence"
     assert app.selectbox(key="fill_mask.model_choice").value == MLM_MODEL
     assert app.text_area(key="fill_mask.text").value == DEFAULT_TEXT
     expected = fill_mask(get_model(MLM_MODEL, "auto", "mlm"), DEFAULT_TEXT).masks[0].predictions

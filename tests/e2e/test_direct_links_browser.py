@@ -17,8 +17,9 @@ from tests.e2e.conftest import external_requests, screenshot, streamlit_server, 
 
 SENTENCE = "The dog barked."
 MASKED = "The dog [MASK] at the cat."
-TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", "Fill-mask",
-          "Fine-tuning lab", "Why?"]
+PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page's nav title and heading
+TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", PRETRAINING,
+          "Generate", "Fine-tuning lab", "Why?"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
 FIRST_RUN_MS = 240_000  # a fresh server imports torch and loads a model on 2 shared cores
@@ -31,8 +32,7 @@ CASES = {
     "step-by-step": ("/step-by-step", {"text": SENTENCE}, "Attention, step by step", "Attention, step by step",
                      HEATMAP),
     "positional": ("/positional", {"text": SENTENCE}, "Positional encoding", "Positional encoding", HEATMAP),
-    "fill-mask": ("/fill-mask", {"masked": MASKED}, "Fill-mask", "Fill in the blank: masked-word prediction",
-                  BARS),
+    "fill-mask": ("/fill-mask", {"masked": MASKED}, PRETRAINING, PRETRAINING, BARS),
     "finetune": ("/finetune", {"text": SENTENCE}, "Fine-tuning lab", "Fine-tuning lab",
                  '[data-testid="stButton"] button:has-text("Train")'),
     "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),

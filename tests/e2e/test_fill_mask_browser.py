@@ -34,7 +34,7 @@ def open_page(page, app_url: str, params: dict, **extra: str) -> None:
 
 def test_predictions_then_lens_and_masking_tabs(app_url, page, model_param):
     open_page(page, app_url, model_param)
-    assert page.get_by_text("Fill in the blank: masked-word prediction").is_visible()
+    assert page.get_by_role("heading", name="Pre-training: masked words & next sentence").is_visible()
     chart = page.locator(".js-plotly-plot").first
     assert "Prediction for [MASK]" in chart.inner_text() and "probability" in chart.inner_text()
     if not model_param:  # the shipped model: the bars are the top 5 its model card records

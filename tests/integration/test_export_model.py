@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from vizcore.mlm.fill_mask import fill_mask
-from vizcore.model.catalog import DEFAULT_MODEL, MLM_MODEL
+from vizcore.mlm.nsp import next_sentence
+from vizcore.model.catalog import CAUSAL_MODEL, DEFAULT_MODEL, MLM_MODEL, NSP_MODEL
 from vizcore.model.loading import load_model
 from vizcore.model.run import Capture, run
 
@@ -161,3 +162,84 @@ def test_force_rewrites_the_same_bytes(exported):
     report = exported[MLM_MODEL]
     again = export(MLM_MODEL, Path(report["path"]), "--force")
     assert again["weights_sha256"] == report["weights_sha256"] and again["files"] == report["files"]
+
+
+# ---- the pre-training (MLM + NSP) and causal-LM built-ins --------------------------------------
+
+PAIRS = [("The man went to the store.", "He bought a gallon of milk."),
+         ("The man went to the store.", "Penguins are flightless birds."),
+         ("She opened the", None)]
+PLAIN_HEADS = """
+import importlib.util, json, sys
+import numpy as np, torch
+from transformers import AutoModelForCausalLM, AutoModelForPreTraining, AutoTokenizer
+
+assert importlib.util.find_spec("vizcore") is None, "vizcore is importable"
+nsp_dir, causal_dir, out = sys.argv[1:4]
+cases, threads = json.loads(sys.argv[4]), int(sys.argv[5])
+torch.set_num_threads(threads)
+arrays, configs = {}, {}
+for key, auto, folder in (("nsp", AutoModelForPreTraining, nsp_dir), ("causal", AutoModelForCausalLM, causal_dir)):
+    model = auto.from_pretrained(folder, attn_implementation="eager").eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    configs[key] = {"architectures": model.config.architectures, "is_decoder": model.config.is_decoder,
+                    "class": type(model).__name__}
+    for i, (text, pair) in enumerate(cases):
+        inputs = tokenizer(text, pair, return_tensors="pt")
+        with torch.no_grad():
+            output = model(**inputs)
+        for name in ("logits", "prediction_logits", "seq_relationship_logits"):
+            if getattr(output, name, None) is not None:
+                arrays[f"{key}/{i}/{name}"] = output[name][0].numpy()
+np.savez(out, **arrays)
+print(json.dumps(configs))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported_heads(tmp_path_factory):
+    root = tmp_path_factory.mktemp("exported-heads")
+    return {name: export(name, root / name) for name in (NSP_MODEL, CAUSAL_MODEL)}
+
+
+@pytest.fixture(scope="module")
+def plain_heads(exported_heads, tmp_path_factory):
+    """Both folders loaded by plain transformers (AutoModelForPreTraining, AutoModelForCausalLM), no vizcore."""
+    work = tmp_path_factory.mktemp("plain-heads-cwd")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "HF_HUB_OFFLINE": "1",
+           **{k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}}
+    argv = [exported_heads[NSP_MODEL]["path"], exported_heads[CAUSAL_MODEL]["path"], str(work / "out.npz"),
+            json.dumps(PAIRS), str(torch.get_num_threads())]
+    done = subprocess.run([sys.executable, "-c", PLAIN_HEADS, *argv], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(work / "out.npz") as arrays:
+        return dict(arrays), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_new_builtins_report_their_pretraining_and_causal_classes(exported_heads, plain_heads):
+    _, configs = plain_heads
+    for name, key, architecture, auto, decoder in (
+            (NSP_MODEL, "nsp", "BertForPreTraining", "AutoModelForPreTraining", False),
+            (CAUSAL_MODEL, "causal", "BertLMHeadModel", "AutoModelForCausalLM", True)):
+        report = exported_heads[name]
+        assert (report["architecture"], report["auto_class"], report["dtype"]) == (architecture, auto, "float32")
+        config = json.loads((Path(report["path"]) / "config.json").read_text())
+        assert config["architectures"] == [architecture] and bool(config.get("is_decoder")) is decoder
+        assert configs[key] == {"architectures": [architecture], "is_decoder": decoder, "class": architecture}
+
+
+def test_plain_transformers_reproduces_both_pretraining_heads_and_the_causal_head(plain_heads):
+    arrays, _ = plain_heads
+    nsp = load_model(NSP_MODEL, device="cpu", head="nsp")
+    causal = load_model(CAUSAL_MODEL, device="cpu", head="causal-lm")
+    for i, (text, pair) in enumerate(PAIRS):
+        with torch.no_grad():
+            ours = nsp.model(**nsp.tokenizer(text, pair, return_tensors="pt"))
+            theirs_causal = causal.model(**causal.tokenizer(text, pair, return_tensors="pt"), use_cache=False)
+        assert np.array_equal(arrays[f"nsp/{i}/prediction_logits"], ours.prediction_logits[0].numpy())
+        assert np.array_equal(arrays[f"nsp/{i}/seq_relationship_logits"], ours.seq_relationship_logits[0].numpy())
+        assert np.array_equal(arrays[f"causal/{i}/logits"], theirs_causal.logits[0].numpy())
+        if pair is not None:  # the app's P(IsNext) is the plain model's softmax, label 0
+            expected = torch.from_numpy(arrays[f"nsp/{i}/seq_relationship_logits"]).double().softmax(-1)[0]
+            assert next_sentence(nsp, text, pair).is_next == pytest.approx(float(expected), abs=1e-6)

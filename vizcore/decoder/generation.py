@@ -26,7 +26,9 @@ DEFAULT_SETTINGS = Settings()  # temperature 1, no top-k, no top-p: the model's 
 class Step:
     token_id: int
     token: str  # decoded, as it reads in the text
-    top: list[tuple[str, int, float]]  # (token, id, probability) of the shaped distribution, best first
+    # (token, id, probability), best first, of the distribution the token came from: the shaped one; when
+    # greedy, the model's own (the arg-max of a one-hot would tell nothing)
+    top: list[tuple[str, int, float]]
 
     def to_dict(self) -> dict:
         return {"token": self.token, "token_id": self.token_id,
@@ -87,12 +89,13 @@ def generate(loaded: LoadedModel, prompt: str, max_new_tokens: int = 20, setting
     room = loaded.max_length - ids.shape[1]
     generator = torch.Generator().manual_seed(seed)
     stop = stop_ids(loaded.tokenizer)
+    which = "plain" if settings.greedy else "shaped"
     steps = []
     for _ in range(min(max_new_tokens, room)):
         shaped = shape(next_token_logits(loaded, ids), settings)
         token_id = draw(shaped, generator)
         steps.append(Step(token_id=token_id, token=loaded.tokenizer.decode([token_id]),
-                          top=[(loaded.tokenizer.decode([i]), i, p) for i, p in shaped.top(top) if p > 0]))
+                          top=[(loaded.tokenizer.decode([i]), i, p) for i, p in shaped.top(top, which) if p > 0]))
         ids = torch.cat([ids, torch.tensor([[token_id]], device=ids.device)], dim=1)
         if token_id in stop:
             break

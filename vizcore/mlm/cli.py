@@ -1,8 +1,12 @@
-"""``python -m vizcore fill-mask --text TEXT [--model M] [--top-k K] [--iterative] --format json``.
+"""BERT's two pre-training tasks on the command line, JSON on stdout.
 
-Prints ``{"model", "text", "tokens", "masks": [{"index", "predictions": [{"token", "score", ...}]}]}``;
-with ``--iterative`` also ``"iterative"``: the masks filled one at a time, most confident first.
-The default model is the offline masked-LM trained in this repo.
+* ``python -m vizcore fill-mask --text TEXT [--model M] [--top-k K] [--iterative] --format json`` prints
+  ``{"model", "text", "tokens", "masks": [{"index", "predictions": [{"token", "score", ...}]}]}``; with
+  ``--iterative`` also ``"iterative"``: the masks filled one at a time, most confident first. The
+  default model is the offline masked-LM trained in this repo.
+* ``python -m vizcore nsp --text A --pair B [--model M] --format json`` prints ``{"model", "is_next",
+  "not_next", "logits", "tokens", "segments"}``: P(B follows A) from BERT's next-sentence head. The
+  default model is the offline ``minilm-nsp-tuned``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import argparse
 
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.errors import VizError
-from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL
+from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL, NSP_MODEL
 
 
 def _fill_mask(args: argparse.Namespace) -> dict:
@@ -34,7 +38,26 @@ def _fill_mask(args: argparse.Namespace) -> dict:
     return payload
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def _next_sentence(args: argparse.Namespace) -> dict:
+    from vizcore.mlm.nsp import check_pair, next_sentence
+    from vizcore.model.loading import load_model
+
+    check_pair(args.text, args.pair)  # before spending seconds on loading the model
+    loaded = load_model(args.model, device=args.device, head="nsp")
+    return {**next_sentence(loaded, args.text, args.pair).to_dict(), "device": str(loaded.device)}
+
+
+def _register_nsp(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "nsp", help="next sentence prediction: the probability that --pair follows --text (IsNext)")
+    parser.add_argument("--text", required=True, help='sentence A, e.g. "The man went to the store."')
+    parser.add_argument("--pair", default=None, help='sentence B, e.g. "He bought a gallon of milk."')
+    add_model_options(parser, default=NSP_MODEL)
+    add_format_option(parser)
+    parser.set_defaults(handler=_next_sentence)
+
+
+def _register_fill_mask(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "fill-mask", help="predict the [MASK] words of a sentence with a masked-LM (top-k with probabilities)")
     parser.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The capital of France is [MASK]."')
@@ -44,3 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_options(parser, default=MLM_MODEL)
     add_format_option(parser)
     parser.set_defaults(handler=_fill_mask)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    _register_fill_mask(subparsers)
+    _register_nsp(subparsers)

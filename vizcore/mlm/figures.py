@@ -9,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from vizcore.mlm.fill_mask import LogitLens, Prediction
 from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
+from vizcore.mlm.nsp import NextSentence
+from vizcore.plot import FONT_SIZE, SEGMENT_COLOURS, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
 
 BAR_COLOUR = "#1f77b4"
 PROBABILITY_SCALE = "Viridis"
@@ -219,3 +221,89 @@ def rates_bars(rates: MaskingRates, title: str) -> go.Figure:
     fig.update_xaxes(tickfont={"size": FONT_SIZE})
     fig.update_layout(barmode="group", legend={"font": {"size": TICK_FONT_SIZE}})
     return compact_layout(fig, title, height=420)
+
+
+# ---- next sentence prediction (NSP) ------------------------------------------------------------
+# [CLS] A [SEP] B [SEP] -> the encoder -> [CLS]'s last hidden state -> pooler -> IsNext / NotNext.
+
+PART_STYLE = {"A": ("sentence A", SEGMENT_COLOURS[0]), "B": ("sentence B", SEGMENT_COLOURS[1]),
+              "special": ("[CLS] / [SEP]", "#8c8c8c")}  # part -> (name, colour); A and B as in every view
+IS_NEXT_COLOUR, NOT_NEXT_COLOUR = "#009e73", "#d55e00"  # Okabe-Ito green / vermilion
+
+
+def is_next_gauge(probability: float, title: str) -> go.Figure:
+    """P(IsNext) as a big percentage on a 0-100 % gauge; the answer flips at the 50 % line."""
+    colour = IS_NEXT_COLOUR if probability >= 0.5 else NOT_NEXT_COLOUR
+    fig = go.Figure(go.Indicator(
+        mode="gauge+number", value=100 * probability,
+        number={"suffix": " %", "valueformat": ".1f", "font": {"size": 64, "color": colour}},
+        title={"text": "P(IsNext): B follows A", "font": {"size": FONT_SIZE}},
+        gauge={"axis": {"range": [0, 100], "ticksuffix": " %", "tickfont": {"size": TICK_FONT_SIZE}},
+               "bar": {"color": colour, "thickness": 0.35},
+               "steps": [{"range": [0, 50], "color": "#fbe3d6"}, {"range": [50, 100], "color": "#d5f0e6"}],
+               "threshold": {"line": {"color": "#333", "width": 3}, "thickness": 0.9, "value": 50}},
+    ))
+    fig.add_annotation(x=0.02, y=0.02, xref="paper", yref="paper", showarrow=False, text="← NotNext",
+                       font={"size": FONT_SIZE, "color": NOT_NEXT_COLOUR})
+    fig.add_annotation(x=0.98, y=0.02, xref="paper", yref="paper", showarrow=False, text="IsNext →",
+                       font={"size": FONT_SIZE, "color": IS_NEXT_COLOUR})
+    return compact_layout(fig, title, height=340, top=60)
+
+
+def examples_table(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
+    """``rows`` of (A, B, the tutorial's label, P(IsNext)) -> one row each, with the model's answer."""
+    return pd.DataFrame({"sentence A": [r[0] for r in rows], "sentence B": [r[1] for r in rows],
+                         "expected": [r[2] for r in rows], "P(IsNext)": [r[3] for r in rows],
+                         "model says": ["IsNext" if r[3] >= 0.5 else "NotNext" for r in rows]})
+
+
+def cls_share_table(result: NextSentence) -> pd.DataFrame:
+    """Tidy: one row per (layer, head, part), layers and heads 1-based, ``share`` of [CLS]'s attention."""
+    layers, heads = result.share["A"].shape
+    return pd.DataFrame([{"layer": layer + 1, "head": head + 1, "part": part,
+                          "share": float(result.share[part][layer, head])}
+                         for layer in range(layers) for head in range(heads) for part in PART_STYLE])
+
+
+def cls_share_heatmaps(result: NextSentence, title: str) -> go.Figure:
+    """Three layer x head grids: how much of each head's [CLS] row falls on A, on B, on the specials
+    (the three sum to 1 per head). One colour scale, 0 to 100 %."""
+    layers, heads = result.share["A"].shape
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[f"on {PART_STYLE[p][0]}" for p in PART_STYLE])
+    for column, part in enumerate(PART_STYLE, start=1):
+        fig.add_trace(go.Heatmap(
+            z=result.share[part].numpy(), x=list(range(1, heads + 1)), y=list(range(1, layers + 1)),
+            coloraxis="coloraxis", xgap=1, ygap=1,
+            hovertemplate=f"layer %{{y}}, head %{{x}}<br>[CLS] → {PART_STYLE[part][0]}: %{{z:.1%}}<extra></extra>",
+        ), row=1, col=column)
+        fig.update_xaxes(title="head", dtick=1 if heads <= 12 else 2, tickfont={"size": TICK_FONT_SIZE},
+                         row=1, col=column)
+    fig.update_yaxes(title="layer", autorange="reversed", dtick=1, tickfont={"size": TICK_FONT_SIZE}, col=1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(coloraxis={"colorscale": ATTENTION_SCALE, "cmin": 0, "cmax": 1, "colorbar": {
+        "title": {"text": "share of [CLS]'s<br>attention"}, "tickformat": ".0%", "tickfont": {"size": TICK_FONT_SIZE}}})
+    fig.update_annotations(font={"size": FONT_SIZE})
+    return compact_layout(fig, title, height=int(np.clip(34 * layers + 200, 340, 800)), top=100)
+
+
+def cls_attention_bars(result: NextSentence, layer: int, head: int, title: str) -> go.Figure:
+    """One head's [CLS] row (0-based ``layer``, ``head``): a bar per token, coloured by its part."""
+    weights = result.cls_attention[layer, head].numpy()
+    labels = [plain(t) for t in display_tokens(result.tokens)]
+    parts = result.parts
+    fig = go.Figure()
+    for part, (name, colour) in PART_STYLE.items():
+        where = [i for i, p in enumerate(parts) if p == part]
+        fig.add_trace(go.Bar(
+            x=where, y=weights[where], name=name, marker_color=colour,
+            customdata=[labels[i] for i in where],
+            hovertemplate="%{x}: %{customdata}<br>weight %{y:.4f}<extra>" + name + "</extra>"))
+    ticks = tick_positions(len(labels))
+    fig.update_xaxes(title="token [CLS] attends to", tickmode="array", tickvals=ticks,
+                     ticktext=[labels[i] for i in ticks], tickangle=-60, tickfont={"size": TICK_FONT_SIZE})
+    top = float(weights.max(initial=0.0)) or 1.0
+    fig.update_yaxes(title="attention weight", range=[0, min(1.0, top * 1.15)], tickfont={"size": TICK_FONT_SIZE})
+    fig.update_layout(bargap=0.15, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom",
+                                           "font": {"size": TICK_FONT_SIZE}})
+    return compact_layout(fig, title, height=460, top=110)

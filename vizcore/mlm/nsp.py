@@ -91,17 +91,25 @@ class NextSentence:
     logits: tuple[float, float]  # (IsNext, NotNext)
     cls_attention: torch.Tensor  # [layer, head, token]: each head's [CLS] row
     share: dict[str, torch.Tensor]  # "A", "B", "special" -> [layer, head] attention mass of [CLS]
+    special: list[bool]  # [CLS], [SEP] (and any other special token)
+
+    @property
+    def parts(self) -> list[str]:
+        """Each token's part of the input: "A", "B" or "special" (the keys of ``share``)."""
+        return ["special" if s else "AB"[g] for s, g in zip(self.special, self.segments)]
 
     def to_dict(self) -> dict:
         return {"model": self.model, "is_next": self.is_next, "not_next": 1 - self.is_next,
                 "logits": {"is_next": self.logits[0], "not_next": self.logits[1]}, "tokens": self.tokens,
-                "segments": self.segments}
+                "segments": self.segments, "special": self.special,
+                "cls_share": {part: values.tolist() for part, values in self.share.items()}}
 
 
 def check_pair(text: str, pair: str | None) -> None:
     check_text(text, "sentence A")
     if pair is None or not pair.strip():
-        raise VizError("Next sentence prediction needs a second sentence (B): give --pair, or type one.")
+        raise VizError("Next sentence prediction needs a second sentence (B): type one (on the command line, "
+                       "--pair).")
     check_text(pair, "sentence B")
 
 
@@ -122,4 +130,4 @@ def next_sentence(loaded: LoadedModel, text: str, pair: str) -> NextSentence:
     share = {"A": attention[..., a].sum(-1), "B": attention[..., b & ~special].sum(-1),
              "special": attention[..., special].sum(-1)}
     return NextSentence(loaded.name, list(record.tokens), list(segments), probability,
-                        (float(logits[0]), float(logits[1])), attention, share)
+                        (float(logits[0]), float(logits[1])), attention, share, [bool(s) for s in special])

@@ -2,13 +2,15 @@
 
 ``export_model(name, out)`` loads the model exactly as the app does (``load_model``: its folder, then
 its catalogue ``patch``, e.g. the MLM-tuned tensors applied to the embedded encoder), with its
-fullest head (the masked-LM head when it has one), and saves the merged fp32 result with
-``save_pretrained``: ``config.json`` (``architectures`` names the class to load: ``BertForMaskedLM``
-for ``AutoModelForMaskedLM``, ``BertModel`` for ``AutoModel``; no attention implementation is
-pinned), ``model.safetensors`` and the tokenizer files. Before the files are moved into ``out`` the
-folder is loaded back with plain ``transformers`` and must give bit-identical outputs on a probe
-sentence with eager attention (the app's: it needs the attention weights). The default SDPA kernel
-sums in another order and differs by float rounding (about 1e-5 on the logits).
+fullest head (``HEAD_ORDER``: both pre-training heads, else the causal-LM head, else the masked-LM
+head), and saves the merged fp32 result with ``save_pretrained``: ``config.json`` (``architectures``
+names the class to load: ``BertForPreTraining`` for ``AutoModelForPreTraining``, ``BertLMHeadModel``
+with ``is_decoder`` true for ``AutoModelForCausalLM``, ``BertForMaskedLM`` for
+``AutoModelForMaskedLM``, ``BertModel`` for ``AutoModel``; no attention implementation is pinned),
+``model.safetensors`` and the tokenizer files. Before the files are moved into ``out`` the folder is
+loaded back with plain ``transformers`` and must give bit-identical outputs (every head's logits) on
+a probe sentence pair with eager attention (the app's: it needs the attention weights). The default
+SDPA kernel sums in another order and differs by float rounding (about 1e-5 on the logits).
 """
 
 from __future__ import annotations
@@ -19,13 +21,25 @@ import tempfile
 from pathlib import Path
 
 import torch
-from transformers import AutoModel, AutoModelForMaskedLM, PreTrainedModel
+from transformers import (
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoModelForPreTraining,
+    PreTrainedModel,
+)
 
 from vizcore.errors import VizError
 from vizcore.model.catalog import BUILTIN_MODELS
 from vizcore.model.loading import LoadedModel, load_model
 
 CHECK_TEXT = "The capital of France is [MASK]."
+CHECK_PAIR = "It is a city on the Seine."  # the next-sentence head reads a pair
+# A built-in's fullest head first, with the class plain transformers loads it with.
+HEAD_ORDER = (("nsp", AutoModelForPreTraining), ("causal-lm", AutoModelForCausalLM), ("mlm", AutoModelForMaskedLM),
+              ("base", AutoModel))
+# The outputs compared after the reload: whichever of these the head gives.
+CHECKED_OUTPUTS = ("prediction_logits", "seq_relationship_logits", "logits", "last_hidden_state")
 
 
 def export_model(name: str, out: str | Path, force: bool = False) -> dict:
@@ -40,13 +54,13 @@ def export_model(name: str, out: str | Path, force: bool = False) -> dict:
         raise VizError(f"Unknown built-in model '{name}': choose one of {', '.join(BUILTIN_MODELS)}.")
     out = Path(out).expanduser().resolve()
     created = _prepare_folder(out, force)
-    head = "mlm" if "mlm" in builtin.heads else "base"
+    head, auto = next((h, a) for h, a in HEAD_ORDER if h in builtin.heads)
     staging = None
     try:
         loaded = load_model(builtin.name, device="cpu", head=head)
         staging = Path(tempfile.mkdtemp(prefix=".export-", dir=out))
         _save(loaded, staging)
-        _check_reload(loaded, staging, head)
+        _check_reload(loaded, staging, auto)
         files = _move_into(staging, out)
     except OSError as error:
         raise VizError(f"Could not write the model to '{out}': {error.strerror or error}.") from error
@@ -59,7 +73,7 @@ def export_model(name: str, out: str | Path, force: bool = False) -> dict:
         "model": builtin.name,
         "path": str(out),
         "architecture": type(loaded.model).__name__,
-        "auto_class": "AutoModelForMaskedLM" if head == "mlm" else "AutoModel",
+        "auto_class": auto.__name__,
         "dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
         "files": {f: (out / f).stat().st_size for f in files},
         "weights_sha256": weights_sha256(out),
@@ -86,21 +100,26 @@ def _save(loaded: LoadedModel, folder: Path) -> None:
     loaded.tokenizer.save_pretrained(folder)
 
 
-def _check_reload(loaded: LoadedModel, folder: Path, head: str) -> None:
+def _check_reload(loaded: LoadedModel, folder: Path, auto: type) -> None:
     """The folder, loaded back by plain transformers, must give what the app's model gives, bit for bit."""
-    auto = AutoModelForMaskedLM if head == "mlm" else AutoModel
     reloaded = auto.from_pretrained(folder, attn_implementation="eager").eval()
-    inputs = loaded.tokenizer(CHECK_TEXT, return_tensors="pt")
+    inputs = loaded.tokenizer(CHECK_TEXT, CHECK_PAIR, return_tensors="pt")
     with torch.no_grad():
-        ours, theirs = _first_output(loaded.model, inputs), _first_output(reloaded, inputs)
-    if not torch.equal(ours, theirs):
-        difference = (ours - theirs).abs().max().item()
-        raise VizError(f"The exported folder does not reproduce '{loaded.name}' (max difference {difference:.3g}); "
-                       "nothing was written.")
+        ours, theirs = _outputs(loaded.model, inputs), _outputs(reloaded, inputs)
+    if ours.keys() != theirs.keys():
+        raise VizError(f"The exported folder loads with other heads ({', '.join(theirs)}) than '{loaded.name}' "
+                       f"({', '.join(ours)}); nothing was written.")
+    for name, tensor in ours.items():
+        if not torch.equal(tensor, theirs[name]):
+            difference = (tensor - theirs[name]).abs().max().item()
+            raise VizError(f"The exported folder does not reproduce '{loaded.name}' ({name}: max difference "
+                           f"{difference:.3g}); nothing was written.")
 
 
-def _first_output(model: PreTrainedModel, inputs) -> torch.Tensor:  # logits, or the last hidden state
-    return model(**inputs)[0]
+def _outputs(model: PreTrainedModel, inputs) -> dict[str, torch.Tensor]:
+    """Every head's logits (or the last hidden state of a bare model), by name."""
+    output = model(**inputs, use_cache=False) if model.config.is_decoder else model(**inputs)
+    return {name: output[name] for name in CHECKED_OUTPUTS if output.get(name) is not None}
 
 
 def _move_into(staging: Path, out: Path) -> list[str]:

@@ -1,0 +1,159 @@
+"""The pre-training page's second section: next sentence prediction (IsNext / NotNext) for a pair.
+
+The pair is the sidebar's sentence and second sentence when it has one (and follows it when it
+changes); otherwise the user types A and B here, or clicks one of the tutorials' examples. A link
+carries the pair (``nsp_a``, ``nsp_b``, only when it is not the sidebar's) and the model (``nsp_model``).
+
+Computation: vizcore/mlm/nsp.py · figures: vizcore/mlm/figures.py (NSP section) · CLI: python -m vizcore nsp
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from ui.feedback import CHART, or_none
+from ui.state import get_model, selection
+from vizcore.mlm.figures import cls_attention_bars, cls_share_heatmaps, examples_table, is_next_gauge, percent
+from vizcore.mlm.nsp import EXAMPLES, NextSentence, check_pair, next_sentence, summary_line
+from vizcore.model.catalog import NSP_LABEL, NSP_MODEL
+
+NSP_CHOICES = (NSP_MODEL, "bert-base-uncased")
+KEY_MODEL = "fill_mask.nsp_model"
+KEY_A = "fill_mask.nsp_a"
+KEY_B = "fill_mask.nsp_b"
+KEY_SIDEBAR_SEEN = "fill_mask.nsp_sidebar_seen"  # the sidebar's (text, pair) last adopted
+KEY_LAYER = "fill_mask.nsp_layer"
+KEY_HEAD = "fill_mask.nsp_head"
+URL_A, URL_B, URL_MODEL = "nsp_a", "nsp_b", "nsp_model"
+
+
+@st.cache_data(show_spinner="Reading the pair…", max_entries=32)
+def get_next_sentence(name: str, device: str, text: str, pair: str) -> NextSentence:
+    check_pair(text, pair)  # a missing B is said before a model is loaded
+    return next_sentence(get_model(name, device, "nsp"), text, pair)
+
+
+@st.cache_data(show_spinner="Scoring the examples…", max_entries=8)
+def get_examples(name: str, device: str) -> list[float]:
+    """P(IsNext) of each of ``EXAMPLES``, in order."""
+    loaded = get_model(name, device, "nsp")
+    return [next_sentence(loaded, a, b).is_next for a, b, _ in EXAMPLES]
+
+
+def prepare() -> None:
+    """Before any widget: the pair from a link (once a session), else from the sidebar when its pair
+    is new, else the first example."""
+    state = st.session_state
+    sel = selection()
+    sidebar = (sel.text, sel.pair)
+    if "fill_mask.nsp_initialised" not in state:
+        state["fill_mask.nsp_initialised"] = True
+        params = st.query_params
+        if params.get(URL_MODEL) in NSP_CHOICES:
+            state[KEY_MODEL] = params[URL_MODEL]
+        if params.get(URL_A) is not None or params.get(URL_B) is not None:
+            state[KEY_A], state[KEY_B] = params.get(URL_A, ""), params.get(URL_B, "")
+            state[KEY_SIDEBAR_SEEN] = sidebar  # the link's own pair wins over the sidebar's
+    if sel.pair and state.get(KEY_SIDEBAR_SEEN) != sidebar:
+        state[KEY_A], state[KEY_B] = sel.text, sel.pair
+    state[KEY_SIDEBAR_SEEN] = sidebar
+    state.setdefault(KEY_A, EXAMPLES[0][0])
+    state.setdefault(KEY_B, EXAMPLES[0][1])
+
+
+def url_params() -> dict[str, str | None]:
+    """This section's part of the link: the pair unless ``prepare`` would find it anyway (the sidebar's, or
+    the first example when the sidebar has none), the model when not the default."""
+    state, sel = st.session_state, selection()
+    pair = (state.get(KEY_A, ""), state.get(KEY_B, ""))
+    own = pair != ((sel.text, sel.pair) if sel.pair else EXAMPLES[0][:2])
+    model = state.get(KEY_MODEL, NSP_MODEL)
+    return {URL_A: pair[0] if own else None, URL_B: pair[1] if own else None,
+            URL_MODEL: model if model != NSP_MODEL else None}
+
+
+def set_pair(text: str, pair: str) -> None:
+    """Callback (runs before the widgets are drawn, so it may set the text inputs)."""
+    st.session_state[KEY_A], st.session_state[KEY_B] = text, pair
+
+
+def example_label(index: int) -> str:
+    _, pair, expected = EXAMPLES[index]
+    return f"{pair if len(pair) <= 30 else pair[:28] + '…'} ({expected})"
+
+
+def pair_controls() -> tuple[str, str, str]:
+    """The model, the example buttons and the two sentences; returns (model, A, B)."""
+    name = st.selectbox("Model with a next-sentence head", NSP_CHOICES, key=KEY_MODEL,
+                        format_func=lambda n: f"{n} ({NSP_LABEL}: offline)" if n == NSP_MODEL else
+                        f"{n} (the original BERT; hub: needs internet or a cache)")
+    st.caption(summary_line() if name == NSP_MODEL else
+               "`bert-base-uncased`: Google's BERT, pre-trained with both tasks on BooksCorpus and Wikipedia.")
+    st.markdown("**The tutorials' examples** (hover for the pair):")
+    with st.container(horizontal=True):
+        for i, (text, pair, _) in enumerate(EXAMPLES):
+            st.button(example_label(i), key=f"fill_mask.nsp_example{i}", help=f"A: {text}  \nB: {pair}",
+                      on_click=set_pair, args=(text, pair))
+    left, right = st.columns(2)
+    text = left.text_input("Sentence A", key=KEY_A)
+    pair = right.text_input("Sentence B (does it follow A?)", key=KEY_B)
+    sel = selection()
+    if sel.pair and (text, pair) == (sel.text, sel.pair):
+        st.caption("This is the sidebar's sentence pair; edit it here or there.")
+    return name, text, pair
+
+
+def show_answer(result: NextSentence, name: str, device: str) -> None:
+    """The gauge beside the examples' table."""
+    left, right = st.columns([2, 3])
+    left.plotly_chart(is_next_gauge(result.is_next, f"{result.model}: "
+                                    f"{'IsNext' if result.is_next >= 0.5 else 'NotNext'}"),
+                      key="fill_mask.nsp_gauge", config=CHART)
+    left.caption(f"P(IsNext) = {result.is_next:.4f}, P(NotNext) = {1 - result.is_next:.4f} "
+                 f"(logits {result.logits[0]:.3f} and {result.logits[1]:.3f}).")
+    probabilities = or_none(get_examples, name, device)
+    if probabilities is not None:
+        table = examples_table([(a, b, e, p) for (a, b, e), p in zip(EXAMPLES, probabilities)])
+        right.markdown("**The examples with this model**")
+        right.dataframe(table.assign(**{"P(IsNext)": table["P(IsNext)"].map(percent)}), hide_index=True,
+                        column_order=("P(IsNext)", "model says", "expected", "sentence B", "sentence A"),
+                        key="fill_mask.nsp_examples", width="stretch")
+        right.caption(f"{int((table['expected'] == table['model says']).sum())} of {len(table)} as the "
+                      "tutorials label them. Real pairs are seldom this clear-cut.")
+    st.markdown("Tokens: " + " ".join(f"`{t.replace('`', 'ˋ')}`" for t in result.tokens)
+                + " (segment A up to the first [SEP], then B)")
+
+
+def show_cls_attention(result: NextSentence) -> None:
+    """Every head's [CLS] row as shares of A / B / specials, then one head's row token by token."""
+    st.markdown("The head reads only the [CLS] token's last hidden state, so whatever it knows of A and B "
+                "reached [CLS] through attention. Where does each head's [CLS] row look?")
+    st.plotly_chart(cls_share_heatmaps(result, "Where [CLS] looks, every layer and head"),
+                    key="fill_mask.nsp_share", config=CHART)
+    layers, heads = result.share["A"].shape
+    left, right = st.columns(2)
+    layer = left.slider("Layer", 1, layers, layers, key=KEY_LAYER)
+    head = right.slider("Head", 1, heads, 1, key=KEY_HEAD)
+    st.plotly_chart(cls_attention_bars(result, layer - 1, head - 1, f"[CLS]'s attention · layer {layer}, head {head}"),
+                    key="fill_mask.nsp_bars", config=CHART)
+    st.caption("Each head's [CLS] row sums to 1: the three grids add up to 100 % per cell. Hover for the values. "
+               "Layers and heads count from 1.")
+
+
+def show_section(device: str) -> None:
+    st.markdown(
+        "BERT's second pre-training task: given two sentences, does B really follow A? The pair is read as "
+        "**[CLS] A [SEP] B [SEP]** (B's tokens get segment 1). The [CLS] token's last hidden state goes through "
+        "the *pooler* (Linear + tanh) and a Linear layer to two logits; softmax gives **IsNext** and "
+        "**NotNext**. BERT trained on pairs that were, half the time, the real next sentence and otherwise a "
+        "sentence from another document.")
+    name, text, pair = pair_controls()
+    result = or_none(get_next_sentence, name, device, text, pair)
+    if result is None:
+        return
+    show_answer(result, name, device)
+    show_cls_attention(result)
+    st.download_button("Download the result (JSON)", json.dumps(result.to_dict(), ensure_ascii=False, indent=1),
+                       file_name="next-sentence.json", mime="application/json", key="fill_mask.nsp_download")
