@@ -133,8 +133,8 @@ def show(ctx: WhyContext) -> dict:
 
 def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None:
     if not heads:
-        st.info("No head is switched off: the answer below is the plain model's, exactly as on the Fill-mask "
-                "page. Click heads in the grid to switch them off.")
+        st.info("No head is switched off: the answer below is the plain model's, exactly as on the "
+                "pre-training page (masked words). Click heads in the grid to switch them off.")
     for number, mask in enumerate(result.masks):
         columns = st.columns([3, 1])
         title = f"Mask {number + 1}: each word's probability" if len(result.masks) > 1 else \
