@@ -10,7 +10,9 @@ with ``python -m tools.mlm_training build-corpus --work-dir .mlm-work``), then::
 Training is resumable: ``train`` continues from ``<work-dir>/resume.pt`` (model, optimizer, data
 position, curve) and can be stopped at any time (Ctrl-C, or a session ending); run it in sittings,
 exporting and committing the best checkpoint after each. Raising ``--steps`` in a later sitting
-continues the same run (its learning rate schedule is stretched to the new total).
+continues the same run (its learning rate schedule is stretched to the new total). Without the work
+directory (a new machine), ``train --init-from vizcore/weights/minilm-causal.safetensors --steps N``
+continues from the shipped weights: their step count and curve carry on, the optimizer starts afresh.
 
 The model: transformers' ``BertLMHeadModel`` with ``is_decoder=True`` on the masked-LM's weights: the
 same encoder layers now see a causal (look-ahead) mask, and the masked-LM head (transform + the tied
@@ -57,6 +59,7 @@ class TrainConfig:
     eval_sequences: int = 512  # held-out windows per evaluation during training (spread over the set)
     seed: int = 0
     threads: int = 0
+    init_from: str = ""  # shipped weights to continue from when there is no resume.pt (its .json: steps, curve)
 
 
 def new_causal_model(attn: str = "sdpa", mlm_weights: Path | None = None):
@@ -162,6 +165,9 @@ def train_command(work: Path, corpus: Path, config: TrainConfig) -> dict:
         optimizer.load_state_dict(saved["optimizer"])
         step, best = saved["step"], saved["best"]
         print(f"resumed at step {step}", file=sys.stderr, flush=True)
+    elif config.init_from:
+        step = _warm_start(work, model, Path(config.init_from))
+        best = _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, step, best, log)
     else:
         best = _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, 0, best, log)
     model.train()
@@ -184,6 +190,18 @@ def train_command(work: Path, corpus: Path, config: TrainConfig) -> dict:
         if step % config.eval_every == 0 or step == config.steps:
             best = _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, step, best, log)
     return json.loads((work / "best.json").read_text())
+
+
+def _warm_start(work: Path, model, weights: Path) -> int:
+    """Continue from shipped weights (a lost work directory): their tensors, step count and curve; the
+    optimizer starts afresh (with the warm-up, as the learning rate is computed from the step)."""
+    apply_weights_file(model, weights)
+    metrics = json.loads(weights.with_suffix(".json").read_text())
+    log = work / "log.jsonl"
+    if not log.exists() or not log.read_text().strip():
+        log.write_text("".join(json.dumps(record) + "\n" for record in metrics["curve"]))
+    print(f"continuing from {weights} at step {metrics['best']['step']}", file=sys.stderr, flush=True)
+    return int(metrics["best"]["step"])
 
 
 def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, step, best, log) -> float:
@@ -261,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     for field, value in TrainConfig().__dict__.items():
         train.add_argument("--" + field.replace("_", "-"), type=type(value), default=value)
     args = parser.parse_args(argv)
+    if args.command == "train" and args.init_from and not Path(args.init_from).with_suffix(".json").is_file():
+        print(f"error: --init-from needs the weights' metrics file beside them "
+              f"({Path(args.init_from).with_suffix('.json')}).", file=sys.stderr)
+        return 2
     args.work_dir.mkdir(parents=True, exist_ok=True)
     try:
         if args.command == "train":
