@@ -170,7 +170,9 @@ def progress(c: Controls, device: str, steps: int) -> Progress:
         search = or_stop(get_beams, c.name, device, c.prompt, c.width)
         steps = min(steps, len(search.steps))
         current = search.steps[steps - 1] if steps else None
-        if current is not None and not current.beams:  # the search has ended: its best answer
+        if steps == len(search.steps) and search.hypotheses:
+            # the search has ended (all beams finished, or early stopping with beams still running):
+            # its answer is the best finished hypothesis, not the best beam still open
             generated = search.hypotheses[0].token_ids
         else:
             generated = current.beams[0].token_ids if current is not None else ()
@@ -229,12 +231,17 @@ def controls(name: str) -> Controls:
 
 
 def step_buttons(done: bool) -> None:
+    at_limit = int(st.session_state.get(K["steps"], 0)) >= MAX_STEPS
+    done = done or at_limit
     with st.container(horizontal=True, vertical_alignment="bottom"):
         st.button("Next token", key="generate.next", type="primary", on_click=add_steps, args=(1,), disabled=done)
         chunk = st.number_input("N", 1, 20, key=K["chunk"], width=110)
         st.button(f"Generate {int(chunk)}", key="generate.many", on_click=add_steps, args=(int(chunk),),
                   disabled=done)
         st.button("Reset", key="generate.reset", on_click=reset_steps)
+    if at_limit:
+        st.caption(f"The page generates at most {MAX_STEPS} tokens (each step reruns the model on the whole "
+                   "sequence); the command line goes further: python -m vizcore generate --max-new-tokens N.")
 
 
 # ---- what is shown --------------------------------------------------------------------------------

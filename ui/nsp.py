@@ -107,6 +107,8 @@ def pair_controls() -> tuple[str, str, str]:
 
 def show_answer(result: NextSentence, name: str, device: str) -> None:
     """The gauge beside the examples' table."""
+    if result.truncation_note:
+        st.warning(result.truncation_note)
     left, right = st.columns([2, 3])
     left.plotly_chart(is_next_gauge(result.is_next, f"{result.model}: "
                                     f"{'IsNext' if result.is_next >= 0.5 else 'NotNext'}"),

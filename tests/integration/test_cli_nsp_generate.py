@@ -108,6 +108,8 @@ def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
     (("generate", "--prompt", PROMPT, "--top-k", "-3"), "top-k"),
     (("generate", "--prompt", PROMPT, "--max-new-tokens", "0"), "--max-new-tokens"),
     (("generate", "--prompt", PROMPT, "--seed", "x"), "--seed"),
+    (("generate", "--prompt", PROMPT, "--seed", "-1"), "seed must be a whole number from 0"),
+    (("generate", "--prompt", PROMPT, "--seed", str(2**64)), "seed must be a whole number from 0"),
 ])
 def test_more_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--format", "json")

@@ -191,6 +191,12 @@ for key, auto, folder in (("nsp", AutoModelForPreTraining, nsp_dir), ("causal", 
         for name in ("logits", "prediction_logits", "seq_relationship_logits"):
             if getattr(output, name, None) is not None:
                 arrays[f"{key}/{i}/{name}"] = output[name][0].numpy()
+    if key == "causal":  # a prompt as the app reads it: [CLS] and the words, no closing [SEP]
+        ids = tokenizer("Once upon a", return_tensors="pt")["input_ids"][:, :-1]
+        with torch.no_grad():
+            arrays["causal/generated"] = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12,
+                                                        do_sample=False)[0, ids.shape[1]:].numpy()
+        configs[key]["eos_token_id"] = model.generation_config.eos_token_id
 np.savez(out, **arrays)
 print(json.dumps(configs))
 """
@@ -226,7 +232,19 @@ def test_the_new_builtins_report_their_pretraining_and_causal_classes(exported_h
         assert (report["architecture"], report["auto_class"], report["dtype"]) == (architecture, auto, "float32")
         config = json.loads((Path(report["path"]) / "config.json").read_text())
         assert config["architectures"] == [architecture] and bool(config.get("is_decoder")) is decoder
-        assert configs[key] == {"architectures": [architecture], "is_decoder": decoder, "class": architecture}
+        expected = {"architectures": [architecture], "is_decoder": decoder, "class": architecture}
+        assert {k: configs[key][k] for k in expected} == expected
+
+
+def test_plain_generate_on_the_exported_decoder_stops_and_continues_as_the_app(plain_heads):
+    from vizcore.decoder.generation import generate
+    from vizcore.decoder.sampling import Settings
+
+    arrays, configs = plain_heads
+    causal = load_model(CAUSAL_MODEL, device="cpu", head="causal-lm")
+    assert configs["causal"]["eos_token_id"] == causal.tokenizer.sep_token_id  # generate() stops at [SEP]
+    ours = [s.token_id for s in generate(causal, "Once upon a", 12, Settings(temperature=0)).steps]
+    assert arrays["causal/generated"].tolist() == ours
 
 
 def test_plain_transformers_reproduces_both_pretraining_heads_and_the_causal_head(plain_heads):

@@ -30,9 +30,13 @@ from vizcore.model.run import run
 
 
 def with_file(model, path):
+    """The file's tensors into a hand-built model, and its [MASK] row (when it has one) into the embeddings."""
     own = model.state_dict()
-    state = {k: v.float() for k, v in load_file(str(path)).items() if k in own}
-    model.load_state_dict(state, strict=False)
+    saved = load_file(str(path))
+    model.load_state_dict({k: v.float() for k, v in saved.items() if k in own}, strict=False)
+    if mlm_weights.MASK_ROW_KEY in saved:
+        with torch.no_grad():
+            model.bert.embeddings.word_embeddings.weight[103] = saved[mlm_weights.MASK_ROW_KEY].float()
     return model
 
 
@@ -102,9 +106,6 @@ def test_the_causal_card_numbers_meet_the_floor():
 def test_next_sentence_equals_bert_for_pretraining_built_by_hand(pretraining):
     model = BertForPreTraining.from_pretrained(str(embedded_minilm_path()), attn_implementation="eager")
     model = with_file(with_file(model, mlm_weights.weights_path()), nsp.weights_path()).eval()
-    mask_row = load_file(str(mlm_weights.weights_path()))[mlm_weights.MASK_ROW_KEY].float()
-    with torch.no_grad():
-        model.bert.embeddings.word_embeddings.weight[pretraining.tokenizer.mask_token_id] = mask_row
     a, b, _ = nsp.EXAMPLES[0]
     enc = pretraining.tokenizer(a, b, return_tensors="pt")
     with torch.no_grad():

@@ -120,3 +120,14 @@ def test_figures_show_the_results_numbers(pretraining):
     assert is_next_gauge(result.is_next, "g").data[0].value == pytest.approx(100 * result.is_next)
     rows = examples_table([("a", "b", "IsNext", 0.7), ("a", "c", "IsNext", 0.2)])
     assert rows["model says"].tolist() == ["IsNext", "NotNext"]
+
+
+def test_a_pair_longer_than_the_model_reads_is_cut_and_says_so(pretraining):
+    short = next_sentence(pretraining, *EXAMPLES[0][:2])
+    assert not short.truncated and short.truncation_note is None
+    long_b = " ".join(["the cat sat on the mat"] * 40)
+    result = next_sentence(pretraining, EXAMPLES[0][0], long_b)
+    assert result.truncated and len(result.tokens) == pretraining.max_length
+    assert result.num_input_tokens > pretraining.max_length
+    assert f"{result.num_input_tokens:,} tokens" in result.truncation_note
+    assert result.to_dict()["truncated"] is True

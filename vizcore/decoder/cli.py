@@ -17,7 +17,7 @@ from vizcore.model.catalog import CAUSAL_MODEL
 
 
 def _generate(args: argparse.Namespace) -> dict:
-    from vizcore.decoder.generation import MAX_NEW_TOKENS, generate
+    from vizcore.decoder.generation import MAX_NEW_TOKENS, check_seed, generate
     from vizcore.decoder.sampling import Settings
     from vizcore.errors import VizError
     from vizcore.model.loading import load_model
@@ -26,6 +26,7 @@ def _generate(args: argparse.Namespace) -> dict:
     # Everything that needs no model is checked before spending seconds on loading one.
     check_text(args.prompt, "prompt")
     settings = Settings(args.temperature, args.top_k, args.top_p).check()
+    check_seed(args.seed)
     if not 1 <= args.max_new_tokens <= MAX_NEW_TOKENS:
         raise VizError(f"--max-new-tokens must be between 1 and {MAX_NEW_TOKENS}, not {args.max_new_tokens}.")
     if not 1 <= args.top <= 100:

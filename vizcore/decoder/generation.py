@@ -65,6 +65,15 @@ def prompt_ids(loaded: LoadedModel, prompt: str) -> torch.Tensor:
     return torch.tensor([ids])
 
 
+MAX_SEED = 2**63 - 1  # torch.Generator takes 64-bit seeds; two seeds must never give the same draws
+
+
+def check_seed(seed: int) -> int:
+    if not 0 <= seed <= MAX_SEED:
+        raise VizError(f"The seed must be a whole number from 0 to {MAX_SEED:,}, not {seed}.")
+    return seed
+
+
 def stop_ids(tokenizer) -> set[int]:
     """Tokens that end a generation: the end-of-sequence token, and [SEP] for BERT-style decoders."""
     return {i for i in (tokenizer.eos_token_id, tokenizer.sep_token_id) if i is not None}
@@ -87,7 +96,7 @@ def generate(loaded: LoadedModel, prompt: str, max_new_tokens: int = 20, setting
     settings.check()
     ids = prompt_ids(loaded, prompt)
     room = loaded.max_length - ids.shape[1]
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_seed(seed))
     stop = stop_ids(loaded.tokenizer)
     which = "plain" if settings.greedy else "shaped"
     steps = []

@@ -14,13 +14,13 @@ from vizcore.mlm.probes import probe_hit
 PLACES = ("store", "shop", "market", "bank", "park", "beach", "city", "house", "church", "school", "office",
           "station", "hospital", "airport", "library", "movies", "cinema", "theatre", "theater", "country",
           "town", "village", "mall", "gym", "doctor", "dentist", "zoo", "museum", "river", "sea", "lake",
-          "mountains", "woods", "forest", "farm", "field", "garden", "kitchen", "door", "hotel", "restaurant",
-          "party", "game", "show", "concert", "temple", "palace", "court", "army", "war", "front", "top",
-          "end", "king", "land", "west", "east", "north", "south", "moon", "hills", "islands", "bathroom")
+          "mountains", "woods", "forest", "farm", "field", "garden", "hotel", "restaurant", "party", "game",
+          "concert", "temple", "palace", "court", "hills", "islands", "bathroom", "bar", "pub", "club", "shops",
+          "supermarket", "university", "college", "hall", "coast", "capital", "camp")
 
 PROBES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("She opened the", ("door", "window", "box", "letter", "book", "gate", "drawer", "envelope", "bag", "lid",
-                        "curtains", "package", "bottle", "chest", "case", "paper", "meeting", "way", "car")),
+                        "curtains", "package", "bottle", "chest", "case", "paper", "car", "cupboard", "closet")),
     ("I am going to the", PLACES),
     ("The cat sat on the", ("mat", "floor", "bed", "table", "chair", "ground", "couch", "sofa", "roof", "wall",
                             "fence", "porch", "steps", "rug", "carpet", "window", "edge", "grass", "top")),

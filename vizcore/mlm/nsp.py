@@ -92,6 +92,15 @@ class NextSentence:
     cls_attention: torch.Tensor  # [layer, head, token]: each head's [CLS] row
     share: dict[str, torch.Tensor]  # "A", "B", "special" -> [layer, head] attention mass of [CLS]
     special: list[bool]  # [CLS], [SEP] (and any other special token)
+    truncated: bool = False  # the pair was longer than the model reads: the longer sentence was cut
+    num_input_tokens: int = 0  # tokens the whole pair would have had
+
+    @property
+    def truncation_note(self) -> str | None:
+        if not self.truncated:
+            return None
+        return (f"The pair has {self.num_input_tokens:,} tokens; this model reads {len(self.tokens):,}, so the longer "
+                "sentence was cut at its end and the probability is for what was kept.")
 
     @property
     def parts(self) -> list[str]:
@@ -101,7 +110,8 @@ class NextSentence:
     def to_dict(self) -> dict:
         return {"model": self.model, "is_next": self.is_next, "not_next": 1 - self.is_next,
                 "logits": {"is_next": self.logits[0], "not_next": self.logits[1]}, "tokens": self.tokens,
-                "segments": self.segments, "special": self.special,
+                "segments": self.segments, "special": self.special, "truncated": self.truncated,
+                "num_input_tokens": self.num_input_tokens,
                 "cls_share": {part: values.tolist() for part, values in self.share.items()}}
 
 
@@ -130,4 +140,5 @@ def next_sentence(loaded: LoadedModel, text: str, pair: str) -> NextSentence:
     share = {"A": attention[..., a].sum(-1), "B": attention[..., b & ~special].sum(-1),
              "special": attention[..., special].sum(-1)}
     return NextSentence(loaded.name, list(record.tokens), list(segments), probability,
-                        (float(logits[0]), float(logits[1])), attention, share, [bool(s) for s in special])
+                        (float(logits[0]), float(logits[1])), attention, share, [bool(s) for s in special],
+                        record.truncated, record.num_input_tokens)

@@ -57,20 +57,26 @@ def checked_source() -> Path:
     return embedded_minilm_path()
 
 
+# A file may carry heads the model being loaded does not have (a bare encoder reads the masked-LM's
+# file; a masked-LM reads the NSP file's pooler and classifier): those are skipped, nothing else is.
+_HEADS_A_MODEL_MAY_LACK = ("cls.", "pooler.", "bert.pooler.")
+
+
 def apply_changed_state(model, state: dict[str, torch.Tensor], mask_id: int) -> None:
     """Load ``changed_state`` (or the shipped fp16 file) into a BertForMaskedLM or a bare BertModel."""
     is_mlm = hasattr(model, "cls")
     own = model.state_dict()
-    updates = {}
+    updates, unfit = {}, []
     for key, value in state.items():
         if key == MASK_ROW_KEY:
             continue
         target = key if is_mlm else key.removeprefix("bert.")
         if target in own:
             updates[target] = value.to(own[target].dtype)
-    missing = [k for k in updates if k not in own]
-    if missing or not updates:
-        raise ValueError(f"weights do not fit this model: {missing[:3]}")
+        elif not target.startswith(_HEADS_A_MODEL_MAY_LACK):
+            unfit.append(key)
+    if unfit or not updates:
+        raise ValueError(f"weights do not fit this model: {unfit[:3] or 'no tensor of the file is in it'}")
     model.load_state_dict(updates, strict=False)
     if MASK_ROW_KEY not in state:  # a file of later layers only (the next-sentence run's)
         return

@@ -96,6 +96,12 @@ def _prepare_folder(out: Path, force: bool) -> bool:
 
 
 def _save(loaded: LoadedModel, folder: Path) -> None:
+    tokenizer = loaded.tokenizer
+    if loaded.is_decoder and tokenizer.eos_token_id is None and tokenizer.sep_token_id is not None:
+        # A BERT-style decoder ends a text with [SEP], where the app's generation stops: plain
+        # transformers' generate() must stop there too (the model is a fresh load, not the app's).
+        loaded.model.generation_config.eos_token_id = tokenizer.sep_token_id
+        loaded.model.generation_config.pad_token_id = tokenizer.pad_token_id
     loaded.model.save_pretrained(folder)
     loaded.tokenizer.save_pretrained(folder)
 

@@ -188,6 +188,10 @@ def has_nsp_head(model: PreTrainedModel) -> bool:
 
 
 def is_causal(config: PretrainedConfig) -> bool:
+    """Whether the model attends only backwards. BERT-family models do so only with ``is_decoder`` set:
+    a ``BertLMHeadModel`` saved without it runs bidirectionally, whatever its class name says."""
+    if getattr(config, "model_type", "") in sink.FAMILIES:
+        return bool(getattr(config, "is_decoder", False))
     archs = getattr(config, "architectures", None) or []
     return bool(getattr(config, "is_decoder", False)) or any(a.endswith(_CAUSAL_SUFFIXES) for a in archs)
 
