@@ -282,8 +282,12 @@ def show_bars(view: StepView, p: Progress, c: Controls, loaded: LoadedModel) -> 
 def layer_and_head(view: StepView) -> tuple[int, int]:
     """1-based, from the sliders (a link may have set them; kept within this model's size)."""
     layers, heads = view.attention.shape[:2]
-    url_state.settle(K["layer"], layers, 1, layers)
-    url_state.settle(K["head"], 1, 1, heads)
+    for name, key, default, top in (("layer", K["layer"], layers, layers), ("head", K["head"], 1, heads)):
+        asked = int(st.session_state.get(key, default))
+        url_state.settle(key, default, 1, top)
+        if asked != st.session_state[key]:  # a link (or another model) asked for one this model lacks
+            st.warning(f"This model has no {name} {asked} (it has 1 to {top}); showing {name} "
+                       f"{st.session_state[key]}.")
     left, right = st.columns(2)
     layer = left.slider("Layer", 1, layers, key=K["layer"]) if layers > 1 else 1
     head = right.slider("Head (for the causal mask)", 1, heads, key=K["head"]) if heads > 1 else 1

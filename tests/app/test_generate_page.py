@@ -128,3 +128,11 @@ def test_the_link_sets_the_page_and_is_written_back(new_app):
     assert {k: link(at)[k] for k in params} == params
     bad = new_app(PAGE, mode="jump", top_p="7").run()
     assert any("mode=" in w.value for w in bad.warning) and any("top_p=" in w.value for w in bad.warning)
+
+
+def test_a_layer_or_head_the_model_lacks_is_reported_not_silently_changed(new_app):
+    at = new_app(PAGE, prompt="She opened the", layer="9", head="20").run()
+    no_exception(at)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "no layer 9 (it has 1 to 6)" in warnings and "no head 20 (it has 1 to 12)" in warnings
+    assert at.slider(key="generate.layer").value == 6 and at.slider(key="generate.head").value == 12
