@@ -10,7 +10,6 @@ weights) and applies those tensors here. ``VIZCORE_CAUSAL_WEIGHTS`` points to an
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -45,11 +44,9 @@ def apply_trained_weights(model: PreTrainedModel, head: str) -> None:
 
 
 def training_metrics() -> dict | None:
-    path = weights_path().with_suffix(".json")
-    try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, ValueError):
-        return None
+    from vizcore.mlm.weights import read_metrics
+
+    return read_metrics(weights_path().with_suffix(".json"))
 
 
 def summary_line() -> str:

@@ -13,7 +13,6 @@ classifier, trained with NSP's and the masked-LM's losses together, as BERT was)
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,11 +64,9 @@ def apply_trained_weights(model, head: str) -> None:
 
 
 def training_metrics() -> dict | None:
-    path = weights_path().with_suffix(".json")
-    try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, ValueError):
-        return None
+    from vizcore.mlm.weights import read_metrics
+
+    return read_metrics(weights_path().with_suffix(".json"))
 
 
 def summary_line() -> str:

@@ -119,15 +119,17 @@ def apply_trained_weights(model: PreTrainedModel, head: str) -> None:
     apply_weights_file(model, weights_path(), "masked-LM", require_head="cls." if head == "mlm" else None)
 
 
-def training_metrics() -> dict | None:
-    """What ``export`` recorded (best checkpoint, corpus, curve), or None when there is no metrics file."""
-    path = metrics_path()
-    if not path.is_file():
-        return None
+def read_metrics(path: Path) -> dict | None:
+    """What an export recorded beside its weights (best checkpoint, corpus, curve), or None when there is
+    no readable metrics file (the UI then shows the model without its numbers)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (OSError, ValueError):
         return None
+
+
+def training_metrics() -> dict | None:
+    return read_metrics(metrics_path())
 
 
 def summary_line() -> str:
