@@ -8,7 +8,7 @@ reproduces the view, and moving a control redraws the whole continuation under t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import streamlit as st
@@ -95,7 +95,13 @@ def read_url() -> list[str]:
 
 
 def url_params(c: Controls, p: Progress, layer: int, head: int) -> dict[str, object]:
-    """The link's page parameters: only those that decide what is on screen (layer and head 1-based)."""
+    """The link's page parameters: only those that decide what is on screen (layer and head 1-based).
+    A prompt too long for a link is left out, and with it the steps taken from it (a link with steps but
+    no prompt would continue the default prompt instead)."""
+    if len(c.prompt) > url_state.MAX_URL_TEXT:
+        st.caption(f"This prompt has {len(c.prompt):,} characters, too long for the page's link (at most "
+                   f"{url_state.MAX_URL_TEXT:,}): the link keeps the controls but not the prompt or the steps.")
+        return {**url_params(replace(c, prompt=""), p, layer, head), "prompt": None, "steps": None}
     sampling = c.mode == "sample"
     return {"prompt": c.prompt, "lm": c.name, "mode": c.mode,
             "temperature": c.settings.temperature if sampling else None,

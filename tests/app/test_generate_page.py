@@ -136,3 +136,14 @@ def test_a_layer_or_head_the_model_lacks_is_reported_not_silently_changed(new_ap
     warnings = " ".join(w.value for w in at.warning)
     assert "no layer 9 (it has 1 to 6)" in warnings and "no head 20 (it has 1 to 12)" in warnings
     assert at.slider(key="generate.layer").value == 6 and at.slider(key="generate.head").value == 12
+
+
+def test_a_prompt_too_long_for_the_link_leaves_it_and_its_steps_out(new_app):
+    at = new_app(PAGE, prompt="She opened the", steps="1", mode="greedy").run()
+    prompt = "international " * 150  # 2,100 characters (150 tokens): over the link's limit, under the model's
+    widget = next(w for w in [*at.text_input, *at.text_area] if w.value == "She opened the")
+    widget.set_value(prompt).run()
+    no_exception(at)
+    # (AppTest keeps query parameters a run removes, so the page's own note is what is checked here)
+    assert any("too long for the page's link" in c.value for c in at.caption)
+    assert link(at).get("prompt") != prompt and link(at)["mode"] == "greedy"
