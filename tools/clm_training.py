@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tools.mlm_training import evaluation_rows, heldout_set, load_tokenizer
+from tools.mlm_training import evaluation_rows, heldout_set, load_tokenizer, optimizer_step, save_resume
 from vizcore.errors import VizError
 from vizcore.mlm.weights import MASK_ROW_KEY
 
@@ -178,10 +177,7 @@ def train_command(work: Path, corpus: Path, config: TrainConfig) -> dict:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, config)
         loss, _, _ = causal_loss(model, ids)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
-        optimizer.step()
+        optimizer_step(model, optimizer, loss)
         step += 1
         if step % 10 == 0:
             print(f"step {step} loss {loss.item():.3f} lr {learning_rate(step, config):.2e} "
@@ -220,9 +216,8 @@ def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, step,
         save_file(changed_state(model, tokenizer.mask_token_id), str(work / "best.safetensors"))
         (work / "best.json").write_text(json.dumps({**record, "probes": metrics["probes"],
                                                     "config": config.__dict__}, indent=2))
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "best": best},
-               work / "resume.tmp")
-    os.replace(work / "resume.tmp", work / "resume.pt")
+    save_resume(work, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                       "best": best})
     return best
 
 

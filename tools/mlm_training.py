@@ -150,6 +150,21 @@ def apply_weights_file(model, weights: Path, mask_id: int) -> None:
 
 # ---- the loop ----------------------------------------------------------------------------------
 
+def optimizer_step(model, optimizer, loss: torch.Tensor) -> None:
+    """One update, as every training tool here makes it: gradients of ``loss``, clipped to norm 1 over
+    the trained parameters, then the optimizer's step."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
+    optimizer.step()
+
+
+def save_resume(work: Path, state: dict) -> None:
+    """``resume.pt`` written whole or not at all (a sitting may be stopped at any moment)."""
+    torch.save(state, work / "resume.tmp")
+    os.replace(work / "resume.tmp", work / "resume.pt")
+
+
 def masked_loss(model, inputs: torch.Tensor, labels: torch.Tensor, bf16: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy at selected positions only; returns (loss, logits (M, vocab))."""
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and inputs.device.type == "cpu"):
@@ -262,10 +277,7 @@ def train_command(work: Path, config: TrainConfig) -> dict:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, config, start)
         loss, _ = masked_loss(model, inputs, labels, config.bf16)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        optimizer_step(model, optimizer, loss)
         step += 1
         if step % 50 == 0:
             rate = 50 * tokens_per_step / (time.time() - started)
@@ -343,10 +355,9 @@ def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, repla
         save_file(state, str(work / "best.safetensors"))
         (work / "best.json").write_text(json.dumps({**record, "probes": metrics["probes"],
                                                     "config": config.__dict__}, indent=2))
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                "best": best, "generator": generator.get_state(), "start": start,
-                "heldout_set": metrics["heldout_set"]}, work / "resume.tmp")
-    os.replace(work / "resume.tmp", work / "resume.pt")
+    save_resume(work, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                       "best": best, "generator": generator.get_state(), "start": start,
+                       "heldout_set": metrics["heldout_set"]})
     return best
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import re
 import sys
@@ -37,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tools.mlm_training import load_tokenizer
+from tools.mlm_training import load_tokenizer, optimizer_step, save_resume
 from vizcore.errors import VizError
 from vizcore.mlm.masking import IGNORE, mask_tokens, ordinary_token_ids
 
@@ -252,10 +251,7 @@ def train_command(work: Path, config: TrainConfig) -> dict:
             group["lr"] = learning_rate(step, config) * (config.head_lr / config.lr if group["head"] else 1)
         nsp, mlm, _ = losses(model, tokenizer, batch, generator, replacement)
         loss = nsp + config.mlm_weight * mlm
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
-        optimizer.step()
+        optimizer_step(model, optimizer, loss)
         step += 1
         if step % 10 == 0:
             print(f"step {step} nsp {nsp.item():.3f} mlm {mlm.item():.3f} "
@@ -281,9 +277,8 @@ def _evaluate_and_save(work, model, optimizer, config, tokenizer, heldout, step,
         best = metrics["heldout_accuracy"]
         save_file(changed_state(model, config.train_layers), str(work / "best.safetensors"))
         (work / "best.json").write_text(json.dumps({**record, **metrics, "config": config.__dict__}, indent=2))
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "best": best,
-                "generator": generator.get_state()}, work / "resume.tmp")
-    os.replace(work / "resume.tmp", work / "resume.pt")
+    save_resume(work, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "best": best,
+                "generator": generator.get_state()})
     return best
 
 
