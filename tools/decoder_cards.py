@@ -138,6 +138,9 @@ def causal_card(metrics: dict, size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+_LABELS = ("IsNext", "NotNext")  # the card lists the label rows first, then the sources
+
+
 def nsp_card(metrics: dict, size: int) -> str:
     shipped, best, curve, pairs = metrics["shipped"], metrics["best"], metrics["curve"], metrics["pairs"]
     config = best.get("config", {})
@@ -145,7 +148,7 @@ def nsp_card(metrics: dict, size: int) -> str:
     verdict = (f"Meets the goal of {NSP_GOAL:.0%}." if shipped["heldout_accuracy"] >= NSP_GOAL else
                f"Below the {NSP_GOAL:.0%} goal; over the last {len(recent)} evaluations of the training log "
                f"accuracy moved by {(recent[-1] - recent[0]) * 100:+.1f} points (see the curve).")
-    parts = sorted(shipped["by_part"].items(), key=lambda item: (item[0] not in ("IsNext", "NotNext"), item[0]))
+    parts = sorted(shipped["by_part"].items(), key=lambda item: (not item[0].startswith(_LABELS), item[0]))
     lines = [
         "# Model card: MiniLM, MLM + NSP tuned here (`minilm-nsp-tuned`)", "",
         "BERT's two pre-training heads on one encoder, offline: the masked-LM of this repository with a "
@@ -190,6 +193,10 @@ def nsp_card(metrics: dict, size: int) -> str:
         "- NotNext here means 'from another document', as in BERT: the head mostly learns whether B is on A's "
         "topic and in its style (RoBERTa and ALBERT found NSP this easy and dropped or replaced it). A fluent "
         "but wrong continuation on the same topic can still score IsNext.",
+        "- A 'document' here is a corpus document: about 150 words of a speech, ten verses, one article paragraph "
+        "(docs/MASKED_LM.md), not a whole book or article as in BERT. So a NotNext B often comes from the same "
+        "kind of text as A, often the same speech or book, and those pairs are much harder (compare the two NotNext "
+        "rows above); so are true next sentences of the speeches, whose neighbours read alike.",
     ]
     return "\n".join(lines) + "\n"
 

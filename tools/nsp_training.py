@@ -179,6 +179,15 @@ def losses(model, tokenizer, pairs, generator, replacement) -> tuple[torch.Tenso
     return F.cross_entropy(nsp_logits, target), F.cross_entropy(mlm_logits, labels[selected]), nsp_logits
 
 
+def pair_kinds(pair: dict) -> tuple[str, ...]:
+    """The label, and for NotNext whether B came from the same source as A (another speech chunk of the same
+    kind, the next ten verses' neighbours) or another: the hard and the easy half of BERT's task here."""
+    if pair["label"] == 0:
+        return ("IsNext",)
+    where = "the same source" if pair.get("b_source") == pair["source"] else "another source"
+    return ("NotNext", f"NotNext, B from {where}")
+
+
 @torch.no_grad()
 def evaluate(model, tokenizer, pairs: list[dict]) -> dict:
     """Held-out NSP accuracy (overall, per source, per label), and the tutorials' examples."""
@@ -193,7 +202,7 @@ def evaluate(model, tokenizer, pairs: list[dict]) -> dict:
         guess = model.cls.seq_relationship(out.pooler_output).argmax(-1).tolist()
         for pair, g in zip(batch, guess):
             hit = int(g == pair["label"])
-            for key in ("all", pair["source"], "IsNext" if pair["label"] == 0 else "NotNext"):
+            for key in ("all", pair["source"], *pair_kinds(pair)):
                 right.setdefault(key, []).append(hit)
     examples = []
     for a, b, expected in EXAMPLES:

@@ -62,6 +62,17 @@ def test_nsp_pairs_are_half_real_next_sentences_and_half_from_other_documents():
     assert nsp_training.make_pairs(docs, 50, seed=3) == nsp_training.make_pairs(docs, 50, seed=3)
 
 
+def test_the_evaluation_tells_notnext_from_the_same_source_apart():
+    pairs = nsp_training.make_pairs(documents(), 200, seed=1)
+    for pair in pairs:
+        kinds = nsp_training.pair_kinds(pair)
+        same = pair["a"].split()[0] == pair["b"].split()[0]
+        assert kinds == (("IsNext",) if pair["label"] == 0 else
+                         ("NotNext", "NotNext, B from the same source" if same else "NotNext, B from another source"))
+    assert {nsp_training.pair_kinds(p)[-1] for p in pairs} == {
+        "IsNext", "NotNext, B from the same source", "NotNext, B from another source"}
+
+
 def test_sentences_split_at_sentence_ends_and_drop_fragments():
     assert nsp_training.sentences("He came home. It was late! Ok. Did she wait? Yes she did.") == [
         "He came home.", "It was late!", "Did she wait?", "Yes she did."]
