@@ -120,8 +120,10 @@ def causal_card(metrics: dict, size: int) -> str:
         "## Training text (all offline-installable; the masked-LM's corpus)", "",
         *corpus_section(metrics.get("corpus", {})), "",
         "## Learning curve", "", "![learning curve](causal-learning-curve.svg)", "",
-        "During training each evaluation used 512 held-out windows spread over the set (the results above use "
-        "all of them).", "",
+        "During training each evaluation used 512 held-out windows spread over the set; the shipped file is the "
+        f"evaluation with the best top-5 on them (step {best['step']:,}); the results above use all the windows. "
+        "Trained in sittings: each continuation runs the learning-rate schedule again up to its new step count "
+        "(the learning-rate column shows where).", "",
         "| step | tokens seen | learning rate | held-out loss | perplexity | top-1 | top-5 | prompts right |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -185,7 +187,10 @@ def nsp_card(metrics: dict, size: int) -> str:
         "`python -m tools.nsp_training pairs --work-dir .nsp-work --corpus-dir .mlm-work`, `train --work-dir "
         ".nsp-work` with the settings above, `export --work-dir .nsp-work`, and `python -m tools.decoder_cards`.",
         "", "## Learning curve", "", "![learning curve](nsp-learning-curve.svg)", "",
-        f"During training each evaluation used the first {config.get('eval_pairs', '?')} held-out pairs.", "",
+        f"During training each evaluation used the first {config.get('eval_pairs', '?')} held-out pairs; the shipped "
+        f"file is the evaluation that did best on them (step {best['step']:,}), so those pairs helped choose it; the "
+        "results above measure it on all of them. Trained in sittings: each continuation runs the learning-rate "
+        "schedule again up to its new step count (the learning-rate column shows where).", "",
         "| step | pairs seen | learning rate | held-out accuracy |", "|---:|---:|---:|---:|",
         *[f"| {r['step']:,} | {r['pairs_seen']:,} | {r['lr']:.2e} | {r['heldout_accuracy']:.1%} |"
           for r in curve_rows(curve)], "",

@@ -117,14 +117,12 @@ def test_next_sentence_equals_bert_for_pretraining_built_by_hand(pretraining):
     torch.testing.assert_close(total, torch.ones_like(total), rtol=0, atol=1e-5)
 
 
-def test_the_tutorial_pair_is_next_and_an_off_topic_one_is_not(pretraining):
-    """BERT's own example is IsNext; a pair on unrelated topics is NotNext. (The shipped head still calls
-    the short 'Penguins are flightless birds.' IsNext after 'The man went to the store.': its card
-    and the page's examples table show that, and the next training sitting is to fix it.)"""
-    man, milk, _ = nsp.EXAMPLES[0]
-    assert nsp.next_sentence(pretraining, man, milk).is_next > 0.5
-    train, photosynthesis, expected = nsp.EXAMPLES[3]
-    assert expected == "NotNext" and nsp.next_sentence(pretraining, train, photosynthesis).is_next < 0.5
+def test_the_tutorials_examples_get_the_expected_answer(pretraining):
+    """BERT's own example is IsNext, the penguins and the photosynthesis pairs NotNext, as the page's
+    examples table says of the shipped head."""
+    for a, b, expected in nsp.EXAMPLES:
+        is_next = nsp.next_sentence(pretraining, a, b).is_next
+        assert (is_next > 0.5) == (expected == "IsNext"), (a, b, is_next)
 
 
 def metrics_model_is_next(a: str, b: str) -> float:
@@ -134,7 +132,7 @@ def metrics_model_is_next(a: str, b: str) -> float:
 def test_the_nsp_card_numbers_are_the_shipped_files():
     metrics = json.loads(nsp.weights_path().with_suffix(".json").read_text())
     assert metrics["shipped"]["heldout_pairs"] == 2000
-    assert metrics["shipped"]["heldout_accuracy"] >= 0.80
+    assert metrics["shipped"]["heldout_accuracy"] >= 0.85
     examples = {(e["a"], e["b"]): e["is_next"] for e in metrics["shipped"]["examples"]}
     for a, b, _ in nsp.EXAMPLES:  # the card's examples are what the shipped file says now
         assert examples[(a, b)] == pytest.approx(metrics_model_is_next(a, b), abs=1e-4)
