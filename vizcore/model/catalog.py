@@ -28,6 +28,12 @@ SUGGESTED_HUB_MODELS = (
     "gpt2",
     "distilgpt2",
 )
+# Encoder-decoders for the translation page's hub views, each with a source text it expects.
+SUGGESTED_HUB_SEQ2SEQ = {
+    "t5-small": "translate English to German: The house is wonderful.",
+    "facebook/bart-base": "The quick brown fox jumps over the lazy dog.",
+    "Helsinki-NLP/opus-mt-en-de": "The house is wonderful.",
+}
 SUGGESTED_HUB_HEADS = {"bert-base-uncased": ("base", "mlm", "nsp"), "gpt2": ("base", "causal-lm"),
                        "distilgpt2": ("base", "causal-lm")}
 # Device nodes without which no GPU can be visible to torch on Linux: NVIDIA, WSL2's GPU bridge, AMD ROCm.
