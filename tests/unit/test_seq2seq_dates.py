@@ -9,6 +9,7 @@ import pytest
 
 from vizcore.errors import VizError
 from vizcore.seq2seq.dates import (
+    EXAMPLES,
     FORMS,
     HELDOUT_SIZE,
     INPUT_VOCAB,
@@ -18,6 +19,7 @@ from vizcore.seq2seq.dates import (
     input_ids,
     is_reserved,
     parse_date,
+    random_text,
     render,
     sample_pairs,
     tokenize,
@@ -56,6 +58,13 @@ def test_every_generated_date_parses_back_to_its_iso_date_in_every_form():
     assert {iso for _, iso in pairs} == {dt.date.fromisoformat(iso).isoformat() for _, iso in pairs}  # real ISO
     assert any(text.startswith("the ") for text, _ in pairs) and any("," in text for text, _ in pairs)
     assert sample_pairs(50, seed=7) == pairs[:50]  # seeded
+
+
+def test_the_examples_show_both_forms_and_both_ways_out_and_random_texts_are_seeded_training_dates():
+    parsed = [parse_date(text) for text in EXAMPLES]
+    assert sum(p.real for p in parsed) == len(EXAMPLES) - 2
+    assert parsed[-2].in_grammar and not parsed[-2].real and not parsed[-1].in_grammar
+    assert random_text(5) == random_text(5) != random_text(6) and not is_reserved(parse_date(random_text(5)).iso)
 
 
 def test_every_year_in_every_wording_and_every_day_of_a_leap_year_round_trip():

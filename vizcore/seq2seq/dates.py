@@ -52,6 +52,12 @@ OUTPUT_VOCAB = (PAD, START, END, "-") + tuple("0123456789")
 OUTPUT_LENGTH = 10  # "YYYY-MM-DD"
 ROLES = ("year",) * 4 + ("",) + ("month",) * 2 + ("",) + ("day",) * 2  # what each output character writes
 
+# For a page's example buttons: both forms, each kind of year, then the two ways of leaving the training data.
+EXAMPLES = ("the twenty first of march nineteen ninety nine", "march twenty first, nineteen ninety nine",
+            "the first of january nineteen hundred", "may fifth nineteen oh five",
+            "the thirtieth of june two thousand and seven", "october twentieth twenty forty two",
+            "the thirty first of february two thousand", "the fourth of july in the year two thousand")
+
 HELDOUT_SIZE = 1000
 HELDOUT_SEED = 18
 RESERVED_ONE_IN = 40
@@ -219,6 +225,11 @@ def random_pair(rng: np.random.Generator, reserved: bool = False) -> tuple[str, 
             break
     form = FORMS[int(rng.integers(len(FORMS)))]
     return render(date, form, int(rng.integers(len(year_wordings(date.year))))), iso
+
+
+def random_text(seed: int) -> str:
+    """One generated date in words (a training one), from ``seed``: the page's "random date"."""
+    return random_pair(np.random.default_rng(seed))[0]
 
 
 def sample_pairs(count: int, seed: int) -> list[tuple[str, str]]:
