@@ -48,12 +48,14 @@ def _lines(path: Path) -> list[str]:
 
 def _translate_date(args: argparse.Namespace) -> dict | list[dict]:
     from vizcore.errors import VizError
+    from vizcore.seq2seq.dates import check_date_text
+
+    if args.input is None:
+        check_date_text(args.text)  # before importing torch
     from vizcore.seq2seq.decoding import check_width
-    from vizcore.seq2seq.translator import check_date_text
 
     check_width(args.beam)
     if args.input is None:
-        check_date_text(args.text)  # before loading anything
         return _record(args.text, args)
     out = []
     for number, line in enumerate(_lines(args.input), start=1):

@@ -58,6 +58,7 @@ EXAMPLES = ("the twenty first of march nineteen ninety nine", "march twenty firs
             "the thirtieth of june two thousand and seven", "october twentieth twenty forty two",
             "the thirty first of february two thousand", "the fourth of july in the year two thousand")
 
+MAX_CHARACTERS = 300  # the longest date in the grammar has 62 characters
 HELDOUT_SIZE = 1000
 HELDOUT_SEED = 18
 RESERVED_ONE_IN = 40
@@ -113,6 +114,16 @@ def render(date: dt.date, form: str, year_wording: int = 0) -> str:
 _DAYS = {tuple(day_words(d).split()): d for d in range(1, 32)}
 _YEARS = {tuple(w.split()): y for y in range(FIRST_YEAR, LAST_YEAR + 1) for w in year_wordings(y)}
 _COMMA = re.compile(r"\s*,\s*")
+
+
+def check_date_text(text: object) -> str:
+    """A text the translator will read: not empty, not longer than any date could be."""
+    if not isinstance(text, str) or not text.strip():
+        raise VizError("The text is empty: type a date in words, e.g. 'the twenty first of march nineteen "
+                       "ninety nine' or 'march twenty first, nineteen ninety nine'.")
+    if len(text) > MAX_CHARACTERS:
+        raise VizError(f"The text has {len(text):,} characters; a date in words has at most {MAX_CHARACTERS}.")
+    return text
 
 
 def tokenize(text: str) -> list[str]:

@@ -50,7 +50,7 @@ EXAMPLE = "the twenty first of march nineteen ninety nine"
 @dataclass(frozen=True)
 class DateTrainConfig:
     model: DateModelConfig = DateModelConfig()
-    steps: int = 1200  # the shipped model's; held-out exact match passes 98 % after about 300
+    steps: int = 1200  # the shipped model's (its exact match on 200 held-out dates: 98.5 % at step 200, 100 % from 300)
     batch_size: int = 64
     lr: float = 1e-3
     warmup: int = 100

@@ -26,6 +26,7 @@ from vizcore.seq2seq.dates import (
     START,
     WORDS,
     ParsedDate,
+    check_date_text,
     gold_alignment,
     input_ids,
     output_id,
@@ -38,7 +39,6 @@ from vizcore.seq2seq.record import Seq2SeqRun
 MODEL_NAME = "date-translator"
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / f"{MODEL_NAME}.safetensors"
 CARD = WEIGHTS.with_suffix(".json")
-MAX_CHARACTERS = 300
 
 
 @dataclass(frozen=True)
@@ -103,15 +103,6 @@ def load_translator() -> Translator:
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     return Translator(model)
-
-
-def check_date_text(text: object) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise VizError("The text is empty: type a date in words, e.g. 'the twenty first of march nineteen "
-                       "ninety nine' or 'march twenty first, nineteen ninety nine'.")
-    if len(text) > MAX_CHARACTERS:
-        raise VizError(f"The text has {len(text):,} characters; a date in words has at most {MAX_CHARACTERS}.")
-    return text
 
 
 def translate(text: str, beam: int = 1, translator: Translator | None = None) -> Translation:
