@@ -2,7 +2,8 @@
 
 The entry only: each topic's ``cli.py`` declares its commands in ``register(subparsers)``, each with a
 ``handler`` ``(args) -> dict`` that returns what is printed. Imports go one way, from here to the
-topics. A VizError (or a bad argument) becomes one clear line on stderr and exit code 2; nothing
+topics. A handler may return a list (one record per input line): it prints as a JSON list with one
+record per line. A VizError (or a bad argument) becomes one clear line on stderr and exit code 2; nothing
 prints a traceback.
 """
 
@@ -22,10 +23,11 @@ from vizcore.finetune import cli as finetune_cli
 from vizcore.mlm import cli as mlm_cli
 from vizcore.model import cli as model_cli
 from vizcore.positional import cli as positional_cli
+from vizcore.seq2seq import cli as seq2seq_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
-TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli)
+TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):  # JSON is UTF-8 whatever the console's code page (cp1252...)
         sys.stdout.reconfigure(encoding="utf-8")
     try:
-        json.dump(payload, sys.stdout, ensure_ascii=False)
+        if isinstance(payload, list):  # one record per input line: a JSON list, one record per line
+            sys.stdout.write("[\n" + ",\n".join(json.dumps(p, ensure_ascii=False) for p in payload) + "\n]")
+        else:
+            json.dump(payload, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
