@@ -53,7 +53,7 @@ def summary_line() -> str:
     """One sentence for the UI: what the model is and how well it was measured to do."""
     text = (f"{CAUSAL_LABEL}: the MLM-tuned MiniLM turned decoder (a causal mask on the same weights) and "
             f"trained in this repo on offline English text to predict the next token. It is small and "
-            f"was trained for about an hour or two on a CPU: expect plausible next words, not GPT-2. "
+            f"was trained for a few hours on a CPU: expect plausible next words, not GPT-2. "
             f"Online? `{ONLINE_ALTERNATIVE}` is a real GPT.")
     metrics = training_metrics()
     if metrics and "shipped" in metrics:
