@@ -121,6 +121,16 @@ def test_the_step_bars_are_the_probabilities_with_the_written_token_highlighted(
     assert outside.layout.annotations[0].text == "written: 7 (not among these 4)"
 
 
+
+def test_a_beam_that_goes_on_with_several_tokens_has_all_of_them_highlighted():
+    tokens, probabilities = ["9", "8", "</s>", "0"], [0.6, 0.25, 0.1, 0.05]
+    fig = step_distribution_bars(tokens, probabilities, ["9", "</s>"], "Beam 1")
+    colours = list(fig.data[0].marker.color)
+    assert [c == DRAWN_COLOUR for c in colours] == [True, False, True, False]
+    assert step_distribution_bars(tokens, probabilities, [], "Beam 2").layout.annotations == ()
+    assert "written: 7, 6 (not among these 4)" in step_distribution_bars(tokens, probabilities, ["7", "6"],
+                                                                         "Beam 3").layout.annotations[0].text
+
 def test_the_training_curves_plot_the_lists_on_two_axes():
     fig = training_curves([0, 10, 20, 30], [3.2, 2.1, 1.0, 0.4], [0, 30], [0.0, 0.97], "Training")
     loss, match = fig.data
