@@ -5,6 +5,7 @@
   generation page's ``causal_mask_heatmap``);
 * ``cross_attention_heatmap``: one head's cross-attention, output rows x input columns, the gold
   alignment outlined and each row's most attended input dotted;
+* ``in_a_column``: any of these three made narrow enough to stand three side by side;
 * ``alignment_accuracy_heatmap``: the measured alignment accuracy of every cross-attention head;
 * ``step_distribution_bars``: one decoding step's most probable next tokens, the written one highlighted;
 * ``training_curves``: loss and held-out exact match against the training step.
@@ -99,6 +100,18 @@ def _cell_markers(matrix: np.ndarray, rows: list[str], cols: list[str], row_inde
                       marker=marker, customdata=matrix[row_index, col_index].astype(float),
                       hovertemplate=f"{hover} %{{y}} → input %{{x}}<br>weight %{{customdata:.4f}}<extra></extra>")
 
+
+
+def in_a_column(fig: go.Figure) -> go.Figure:
+    """Fit one of the three attention heatmaps into a third of a page (the page's side-by-side view): the
+    title on two lines, a thin colour bar titled along its side, no row-axis title (the page names the
+    axes), the columns' axis title dropped too; fonts unchanged."""
+    title = fig.layout.title.text.replace(" · ", "<br>", 1)
+    fig.update_traces(colorbar={"thickness": 12, "title": {"side": "right"}}, selector={"type": "heatmap"})
+    fig.update_xaxes(title=None)
+    fig.update_yaxes(title=None)
+    return fig.update_layout(title={"text": title, "y": 0.99, "yanchor": "top", "pad": {"t": 30}},
+                             margin={"l": 10, "r": 10})
 
 def alignment_accuracy_heatmap(accuracy: np.ndarray, title: str = "Alignment accuracy of each cross-attention head"
                                ) -> go.Figure:
