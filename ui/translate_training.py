@@ -99,7 +99,8 @@ def show_snapshot(job: DateJob, snapshots: list[tuple[int, np.ndarray]]) -> None
     layers, heads = cross.shape[:2]
     columns = st.columns(2)
     head = int(columns[0].radio("Head", range(1, heads + 1), key=T["head"], horizontal=True))
-    layer = int(columns[1].radio("Decoder layer", range(1, layers + 1), key=T["layer"], horizontal=True))
+    layer = int(columns[1].radio("Decoder layer", range(1, layers + 1), key=T["layer"], horizontal=True)
+                if layers > 1 else 1)
     fig = cross_attention_heatmap(run, layer - 1, head - 1)
     fig.update_layout(title_text=f"Step {step:,}: cross-attention · layer {layer}, head {head}")
     st.plotly_chart(fig, key="translate.train_cross", config=CHART)

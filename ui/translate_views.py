@@ -27,6 +27,7 @@ from vizcore.seq2seq.translator import CARD
 
 BARS = 10  # of the date model's 14 output tokens (the rest, <pad> and <s>, are never written)
 SIDE, STACKED = "Side by side", "One under another"
+SIDE_BY_SIDE_TOKENS = 16  # longer inputs or outputs start one under another (a third of a page is too narrow)
 ROLES = ("year", "month", "day")
 
 
@@ -76,9 +77,9 @@ def show_steps(view: View, layer: int, head: int) -> None:
         fig = cross_attention_heatmap(run_up_to(view.run, rows), layer - 1, head - 1)
         fig.update_layout(title_text=f"Cross-attention so far · layer {layer}, head {head}")
         right.plotly_chart(fig, key="translate.step_cross", config=CHART)
-        right.caption("Row i: where the decoder looked while writing output i (the gold alignment outlined, "
-                      "the most attended input dotted)." + (" Beam search: the rows of the answer, the best "
-                                                            "finished beam." if _is_beam(view) else ""))
+        right.caption("Row i: where the decoder looked while writing output i; a dot marks the most attended "
+                      "input" + ("; squares, the gold alignment." if view.run.gold is not None else ".")
+                      + (" Beam search: the rows of the answer, the best finished beam." if _is_beam(view) else ""))
 
 
 def _is_beam(view: View) -> bool:
@@ -144,7 +145,8 @@ def hub_step(view: View, step: int) -> None:
 
 def show_attentions(view: View, layer: int, enc_layer: int, head: int) -> None:
     run = view.run
-    arrangement = st.radio("Arrangement", (SIDE, STACKED), key=K["arrangement"], horizontal=True,
+    long = max(len(run.input_tokens), len(run.output_tokens)) > SIDE_BY_SIDE_TOKENS
+    arrangement = st.radio("Arrangement", (SIDE, STACKED), index=int(long), key=K["arrangement"], horizontal=True,
                            help="One under another is easier to read on a projector or for long texts.")
     figures = {"encoder": encoder_attention_heatmap(run, enc_layer - 1, head - 1),
                "decoder": decoder_attention_heatmap(run, layer - 1, head - 1),
