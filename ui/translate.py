@@ -17,6 +17,7 @@ import streamlit as st
 from ui import jobs, url_state
 from ui.feedback import or_none
 from ui.state import import_model_stack, selection
+from ui.training import plain
 from vizcore.model.catalog import SUGGESTED_HUB_SEQ2SEQ
 from vizcore.seq2seq.dates import EXAMPLES, random_text
 from vizcore.seq2seq.decoding import MAX_WIDTH
@@ -281,8 +282,8 @@ def show_output(view: View) -> None:
     st.caption(f"Decoded one character per step ({how}); log-probability of the whole answer "
                f"{decoding.score:.4f}" + ("" if decoding.finished else "; no end token within the step limit") + ".")
     if translation.outside_training:
-        words = ", ".join(f"'{w}'" for w in translation.unknown_words)
-        st.warning("**Outside what the model was trained on.** " + translation.parsed.reason
+        words = plain(", ".join(f"'{w}'" for w in translation.unknown_words))  # user text: no markdown
+        st.warning("**Outside what the model was trained on.** " + plain(translation.parsed.reason)
                    + (f" Unknown words (read as <unk>): {words}." if words else "")
                    + f" It still answers, `{run.output}`: a model always writes something, and nothing in it "
                      "knows which inputs it has not seen.")

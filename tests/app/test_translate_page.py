@@ -151,7 +151,7 @@ def test_an_impossible_date_and_unknown_words_are_outside_training(page):
     no_exception(at)
     warning = at.warning[0].value
     assert warning.startswith("**Outside what the model was trained on.** No such date: February has 29 days in "
-                              "2000.")
+                              "2000")
     assert f"It still answers, `{translate('the thirty first of february two thousand').run.output}`" in warning
     assert not at.success and not at.error
     at.text_input(key="translate.source").set_value(EXAMPLES[-1]).run()  # "... in the year two thousand"
@@ -218,13 +218,25 @@ def _trained(job):
     return Translator(job.result.model)
 
 
-def test_an_unknown_hub_id_offline_is_a_message_and_training_stays_usable(new_app):
+def test_an_unknown_hub_id_offline_is_a_message_and_training_stays_usable(new_app, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline even where the tests have a network
     at = new_app(PAGE, translator="no-such-org/no-such-seq2seq").run()
     no_exception(at)
     assert at.selectbox(key="translate.model_choice").value.startswith("Other")
     assert "Could not load 'no-such-org/no-such-seq2seq'" in at.error[0].value
     assert at.button(key="translate.train")  # the training tab is still drawn
     assert at.slider(key="translate.beam_hub").disabled
+
+
+def test_choosing_a_hub_model_offline_gives_its_example_text_and_a_message(new_app, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline even where the tests have a network
+    at = new_app(PAGE).run()
+    at.selectbox(key="translate.model_choice").set_value("t5-small").run()
+    no_exception(at)
+    assert at.text_input(key="translate.source").value.startswith("translate English to German:")
+    assert "Could not load 't5-small'" in at.error[0].value and "HF_HUB_OFFLINE=1" in at.error[0].value
+    at.selectbox(key="translate.model_choice").set_value("date-translator").run()
+    assert at.text_input(key="translate.source").value == FIRST and output_line(at) == "## Output: `1999-03-21`"
 
 
 def test_a_tiny_t5_in_a_folder_shows_its_three_attentions_and_steps(new_app, tmp_path):
