@@ -4,6 +4,7 @@ nothing leaves localhost. Screenshot: artifacts/screenshots/translate.png."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
@@ -16,13 +17,16 @@ def test_a_direct_link_shows_the_answer_the_steps_and_the_three_attentions(app_u
     page.goto(f"{app_url}/translate?{urlencode(query)}")
     page.wait_for_selector(".js-plotly-plot .barlayer", timeout=120_000)
     wait_until_idle(page)
-    assert page.get_by_role("heading", name="Output: 1999-03-21").is_visible()
-    assert page.get_by_text("Step 5 of 11.").is_visible()
-    titles = " ".join(page.locator(".js-plotly-plot .gtitle").all_text_contents())
-    assert "Step 5: the next character" in titles and "Cross-attention so far · layer 1, head 2" in titles
-    for title in ("Encoder self-attention", "Decoder masked self-attention", "Cross-attention"):
-        assert title in titles  # the three attentions are drawn (in their tab)
+    page.get_by_role("heading", name="Output: 1999-03-21").wait_for(timeout=30_000)
+    page.get_by_text("Step 5 of 11.").wait_for(timeout=30_000)
+    for title in ("Step 5: the next character", "Cross-attention so far · layer 1, head 2"):
+        page.locator(".js-plotly-plot .gtitle", has_text=title).first.wait_for(timeout=30_000)
     screenshot(page, "translate")
+    page.get_by_role("tab", name="The three attentions").click()
+    cross = re.compile(r"^Cross-attention\s*layer 1, head 2")  # a two-line title: its lines run together
+    for title in ("Encoder self-attention", "Decoder masked self-attention", cross):
+        page.locator(".js-plotly-plot .gtitle", has_text=title).first.wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Decoding, step by step").click()
     page.get_by_role("button", name="◀ Previous").click()
     wait_until_idle(page)
     page.get_by_text("Step 4 of 11.").wait_for(timeout=30_000)
@@ -31,6 +35,6 @@ def test_a_direct_link_shows_the_answer_the_steps_and_the_three_attentions(app_u
     page.goto(f"{app_url}/translate?{urlencode({'source': 'the thirty first of february two thousand'})}")
     page.get_by_text("Outside what the model was trained on.").wait_for(timeout=60_000)
     wait_until_idle(page)
-    assert page.get_by_text("February has 29 days in 2000").is_visible()
+    page.get_by_text("February has 29 days in 2000").wait_for(timeout=30_000)
     assert page.locator('[data-testid="stException"]').count() == 0
     assert external_requests(requests) == []

@@ -16,6 +16,7 @@ from vizcore.seq2seq.figures import (
     cross_attention_heatmap,
     decoder_attention_heatmap,
     encoder_attention_heatmap,
+    in_a_column,
     step_distribution_bars,
     training_curves,
 )
@@ -121,6 +122,19 @@ def test_the_step_bars_are_the_probabilities_with_the_written_token_highlighted(
     assert outside.layout.annotations[0].text == "written: 7 (not among these 4)"
 
 
+
+
+def test_in_a_column_keeps_the_data_and_only_narrows_the_frame(run):
+    wide = cross_attention_heatmap(run, 2, 1)
+    narrow = in_a_column(cross_attention_heatmap(run, 2, 1))
+    np.testing.assert_array_equal(np.array(narrow.data[0].z), run.cross[2, 1])
+    assert [t.name for t in narrow.data] == [t.name for t in wide.data]  # gold and arg-max markers kept
+    assert narrow.layout.title.text == "Cross-attention<br>layer 3, head 2"
+    assert narrow.data[0].colorbar.thickness == 12 and narrow.data[0].colorbar.title.text == "attention weight"
+    assert narrow.layout.xaxis.title.text is None and narrow.layout.yaxis.title.text is None
+    assert narrow.layout.font.size == wide.layout.font.size and narrow.layout.height == wide.layout.height
+    masked = in_a_column(decoder_attention_heatmap(run, 0, 0))
+    assert masked.data[1].showscale is False and masked.layout.title.text.endswith("<br>layer 1, head 1")
 
 def test_a_beam_that_goes_on_with_several_tokens_has_all_of_them_highlighted():
     tokens, probabilities = ["9", "8", "</s>", "0"], [0.6, 0.25, 0.1, 0.05]
