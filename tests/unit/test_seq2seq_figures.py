@@ -16,6 +16,7 @@ from vizcore.seq2seq.figures import (
     cross_attention_heatmap,
     decoder_attention_heatmap,
     encoder_attention_heatmap,
+    in_a_column,
     step_distribution_bars,
     training_curves,
 )
@@ -120,6 +121,29 @@ def test_the_step_bars_are_the_probabilities_with_the_written_token_highlighted(
     assert DRAWN_COLOUR not in list(outside.data[0].marker.color)
     assert outside.layout.annotations[0].text == "written: 7 (not among these 4)"
 
+
+
+
+def test_in_a_column_keeps_the_data_and_only_narrows_the_frame(run):
+    wide = cross_attention_heatmap(run, 2, 1)
+    narrow = in_a_column(cross_attention_heatmap(run, 2, 1))
+    np.testing.assert_array_equal(np.array(narrow.data[0].z), run.cross[2, 1])
+    assert [t.name for t in narrow.data] == [t.name for t in wide.data]  # gold and arg-max markers kept
+    assert narrow.layout.title.text == "Cross-attention<br>layer 3, head 2"
+    assert narrow.data[0].colorbar.thickness == 12 and narrow.data[0].colorbar.title.text == "attention weight"
+    assert narrow.layout.xaxis.title.text is None and narrow.layout.yaxis.title.text is None
+    assert narrow.layout.font.size == wide.layout.font.size and narrow.layout.height == wide.layout.height
+    masked = in_a_column(decoder_attention_heatmap(run, 0, 0))
+    assert masked.data[1].showscale is False and masked.layout.title.text.endswith("<br>layer 1, head 1")
+
+def test_a_beam_that_goes_on_with_several_tokens_has_all_of_them_highlighted():
+    tokens, probabilities = ["9", "8", "</s>", "0"], [0.6, 0.25, 0.1, 0.05]
+    fig = step_distribution_bars(tokens, probabilities, ["9", "</s>"], "Beam 1")
+    colours = list(fig.data[0].marker.color)
+    assert [c == DRAWN_COLOUR for c in colours] == [True, False, True, False]
+    assert step_distribution_bars(tokens, probabilities, [], "Beam 2").layout.annotations == ()
+    assert "written: 7, 6 (not among these 4)" in step_distribution_bars(tokens, probabilities, ["7", "6"],
+                                                                         "Beam 3").layout.annotations[0].text
 
 def test_the_training_curves_plot_the_lists_on_two_axes():
     fig = training_curves([0, 10, 20, 30], [3.2, 2.1, 1.0, 0.4], [0, 30], [0.0, 0.97], "Training")

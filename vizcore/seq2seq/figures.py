@@ -5,6 +5,7 @@
   generation page's ``causal_mask_heatmap``);
 * ``cross_attention_heatmap``: one head's cross-attention, output rows x input columns, the gold
   alignment outlined and each row's most attended input dotted;
+* ``in_a_column``: any of these three made narrow enough to stand three side by side;
 * ``alignment_accuracy_heatmap``: the measured alignment accuracy of every cross-attention head;
 * ``step_distribution_bars``: one decoding step's most probable next tokens, the written one highlighted;
 * ``training_curves``: loss and held-out exact match against the training step.
@@ -100,6 +101,18 @@ def _cell_markers(matrix: np.ndarray, rows: list[str], cols: list[str], row_inde
                       hovertemplate=f"{hover} %{{y}} → input %{{x}}<br>weight %{{customdata:.4f}}<extra></extra>")
 
 
+
+def in_a_column(fig: go.Figure) -> go.Figure:
+    """Fit one of the three attention heatmaps into a third of a page (the page's side-by-side view): the
+    title on two lines, a thin colour bar titled along its side, no row-axis title (the page names the
+    axes), the columns' axis title dropped too; fonts unchanged."""
+    title = fig.layout.title.text.replace(" · ", "<br>", 1)
+    fig.update_traces(colorbar={"thickness": 12, "title": {"side": "right"}}, selector={"type": "heatmap"})
+    fig.update_xaxes(title=None)
+    fig.update_yaxes(title=None)
+    return fig.update_layout(title={"text": title, "y": 0.99, "yanchor": "top", "pad": {"t": 30}},
+                             margin={"l": 10, "r": 10})
+
 def alignment_accuracy_heatmap(accuracy: np.ndarray, title: str = "Alignment accuracy of each cross-attention head"
                                ) -> go.Figure:
     """``accuracy`` [Ld, H] in [0, 1] (NaN: not measured): the share of output characters whose most
@@ -128,13 +141,15 @@ def alignment_accuracy_heatmap(accuracy: np.ndarray, title: str = "Alignment acc
     return compact_layout(fig, title, height=int(np.clip(70 * layers + 200, 300, 800)), top=130)
 
 
-def step_distribution_bars(tokens: Sequence[str], probabilities: Sequence[float], chosen: str | None,
-                           title: str) -> go.Figure:
+def step_distribution_bars(tokens: Sequence[str], probabilities: Sequence[float],
+                           chosen: str | Sequence[str] | None, title: str) -> go.Figure:
     """One decoding step: ``tokens`` [k] with their ``probabilities`` [k], best first; the bar of
-    ``chosen`` (the token written at this step) orange, or a note when it is not among them."""
+    ``chosen`` (the token written at this step) orange, or a note when it is not among them. A beam
+    can go on with several tokens at one step: ``chosen`` may then list them, all orange."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
     labels = [shown(t) for t in display_tokens(list(tokens))]
-    written = [t == chosen for t in tokens]
+    picked = [chosen] if isinstance(chosen, str) else list(chosen or ())
+    written = [t in picked for t in tokens]
     rows = list(range(len(labels)))  # positions, not labels: two tokens may display alike
     fig = go.Figure(go.Bar(
         x=probabilities, y=rows, orientation="h", name="next-token probability",
@@ -147,8 +162,9 @@ def step_distribution_bars(tokens: Sequence[str], probabilities: Sequence[float]
                      tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(tickmode="array", tickvals=rows, autorange="reversed", tickfont={"size": FONT_SIZE},
                      ticktext=[f"<b>{label}</b>" if w else label for label, w in zip(labels, written)])
-    if chosen is not None and not any(written):
-        fig.add_annotation(text=f"written: {shown(display_tokens([chosen])[0])} (not among these {len(rows)})",
+    if picked and not any(written):
+        names = ", ".join(shown(t) for t in display_tokens(picked))
+        fig.add_annotation(text=f"written: {names} (not among these {len(rows)})",
                            xref="paper", yref="paper", x=1, y=0.02, xanchor="right", showarrow=False,
                            font={"size": TICK_FONT_SIZE, "color": DRAWN_COLOUR})
     return compact_layout(fig, title, height=int(np.clip(34 * len(rows) + 150, 280, 900)))
