@@ -1,7 +1,8 @@
 """Background jobs (fine-tuning, the tiny Transformer, and any later kind) and the one queue that runs them.
 
 ``BackgroundJob`` is a stoppable daemon thread: subclasses write ``_run``, which checks ``self._stop``
-each step. ``JobQueue`` is the server's single line of jobs:
+each step; ``TrainingJob`` is one that runs a training function and fills a history the page polls.
+``JobQueue`` is the server's single line of jobs:
 
 * at most ``max_running`` jobs run at once, server-wide (1 on a 2-core server: a core stays free for pages);
 * at most one running job per owner (a browser session);
@@ -173,6 +174,42 @@ class BackgroundJob:
 
     def _release(self) -> None:
         """Drop references to what the run made (called with the state lock held, after the run)."""
+
+
+class TrainingJob(BackgroundJob):
+    """A run of ``train(config, history, stop, on_step)`` that fills a history the page polls with ``snapshot()``.
+
+    Subclasses set ``train`` (the training function, as a staticmethod) and ``history_type`` (a class with
+    ``copy()``). The function's result, with its ``stopped`` flag, is ``self.result`` once it returns.
+    """
+
+    failure = "Training failed"
+    history_type: type
+    train: Callable  # (config, history, stop: threading.Event, on_step: (step) -> None) -> result
+
+    def __init__(self, config) -> None:
+        self.config = config.validate()
+        super().__init__()
+        self._history = self.history_type()
+        self.step = 0
+        self.result = None
+
+    def snapshot(self):
+        """A copy of the history so far, safe to read while the run goes on."""
+        return self._history.copy()
+
+    def _on_step(self, step: int) -> None:
+        self.check_released()
+        self.step = step
+
+    def _run(self) -> None:
+        self.result = self.train(self.config, self._history, self._stop, self._on_step)
+
+    def _was_stopped(self) -> bool:
+        return self.result.stopped if self.result is not None else super()._was_stopped()
+
+    def _release(self) -> None:
+        self.result, self._history = None, self.history_type()
 
 
 def max_jobs_from_env(default: int | None = None) -> int:

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
-from vizcore.jobs import BackgroundJob
+from vizcore.jobs import TrainingJob
 from vizcore.positional.encoding import sinusoidal_encoding
 
 TASKS = ("reverse", "sort")
@@ -247,32 +247,11 @@ def anti_diagonal_mass(weights: np.ndarray) -> float:
     return float(weights[..., np.arange(t), t - 1 - np.arange(t)].mean())
 
 
-class TinyJob(BackgroundJob):
-    """``train_tiny`` in a daemon thread with one torch thread; poll ``snapshot()``; ``stop()`` ends it."""
+class TinyJob(TrainingJob):
+    """``train_tiny`` in a daemon thread, one torch thread; poll ``snapshot()`` (a TinyHistory);
+    ``stop()`` ends it; ``result`` is a TinyResult once it returns."""
 
     name = "vizcore-tiny"
     kind = "tiny Transformer run"
-    failure = "Training failed"
-
-    def __init__(self, config: TinyConfig):
-        self.config = config.validate()
-        super().__init__()
-        self._history = TinyHistory()
-        self.step = 0
-        self.result: TinyResult | None = None
-
-    def snapshot(self) -> TinyHistory:
-        return self._history.copy()
-
-    def _on_step(self, step: int) -> None:
-        self.check_released()
-        self.step = step
-
-    def _run(self) -> None:
-        self.result = train_tiny(self.config, self._history, self._stop, self._on_step)
-
-    def _was_stopped(self) -> bool:
-        return self.result.stopped if self.result is not None else super()._was_stopped()
-
-    def _release(self) -> None:
-        self.result, self._history = None, TinyHistory()
+    history_type = TinyHistory
+    train = staticmethod(train_tiny)

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
-from vizcore.jobs import BackgroundJob
+from vizcore.jobs import TrainingJob
 from vizcore.seq2seq.alignment import aligned, year_aligned
 from vizcore.seq2seq.dates import (
     END,
@@ -210,32 +210,11 @@ def _snapshot(model: DateTransformer, example: Batch, step: int, history: DateHi
     history.snapshots.append((step, cross.numpy().astype(np.float32)))
 
 
-class DateJob(BackgroundJob):
-    """``train_dates`` in a daemon thread with one torch thread; poll ``snapshot()``; ``stop()`` ends it."""
+class DateJob(TrainingJob):
+    """``train_dates`` in a daemon thread, one torch thread; poll ``snapshot()`` (a DateHistory);
+    ``stop()`` ends it; ``result`` is a DateTrainResult once it returns."""
 
     name = "vizcore-dates"
     kind = "date translator run"
-    failure = "Training failed"
-
-    def __init__(self, config: DateTrainConfig):
-        self.config = config.validate()
-        super().__init__()
-        self._history = DateHistory()
-        self.step = 0
-        self.result: DateTrainResult | None = None
-
-    def snapshot(self) -> DateHistory:
-        return self._history.copy()
-
-    def _on_step(self, step: int) -> None:
-        self.check_released()
-        self.step = step
-
-    def _run(self) -> None:
-        self.result = train_dates(self.config, self._history, self._stop, self._on_step)
-
-    def _was_stopped(self) -> bool:
-        return self.result.stopped if self.result is not None else super()._was_stopped()
-
-    def _release(self) -> None:
-        self.result, self._history = None, DateHistory()
+    history_type = DateHistory
+    train = staticmethod(train_dates)
