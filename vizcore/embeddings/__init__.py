@@ -1,0 +1,1 @@
+"""Sentence embeddings: pooled vectors of any layer, cosine similarity, semantic search, CLI."""
