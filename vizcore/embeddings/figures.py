@@ -1,0 +1,200 @@
+"""Figures of the embeddings page: cosine heatmaps, a word's cosines layer by layer, projections (plotly
+objects, never displayed here). Sized for a projector: 16 px text, legends or colour bars, values in hover.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from vizcore.embeddings.contexts import WordInContexts, state_label
+from vizcore.embeddings.projection import METHODS, Projection, TokenPoints
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout
+
+SIMILARITY_SCALE = "Viridis"
+MAX_CELL_TEXT = 16  # up to this many rows, each cell shows its value
+CATEGORY_COLOURS = qualitative.Dark24
+OTHER_COLOUR = "#c8c8c8"
+PAIR_COLOURS = {True: "#1a7f37", False: "#c2410c", None: "#4a5568"}  # same sense, different senses, unlabelled
+MAX_CATEGORIES = len(CATEGORY_COLOURS)
+HOVER_CHARS = 90
+# Words too common to be worth a colour of their own when the page picks words to highlight.
+COMMON_WORDS = frozenset(
+    "a an the and or but of to in on at by for with from as is are was were be been it its this that these "
+    "those he she they we you i his her their our your my me him them us not no so if then than there".split())
+
+
+def short(text: str, limit: int = HOVER_CHARS) -> str:
+    """User text for a label or hover: cut at ``limit`` characters, markup-safe."""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return html.escape(text, quote=False)
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    base_layout(fig, title, height)
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 90, "b": 10}, legend={"font": {"size": FONT_SIZE}})
+    return fig
+
+
+# ---- cosine matrices --------------------------------------------------------------------------------
+
+def cosine_heatmap(matrix: np.ndarray, labels: Sequence[str], title: str, hover: Sequence[str] | None = None,
+                   zrange: tuple[float, float] | None = None) -> go.Figure:
+    """A symmetric ``[row, column]`` cosine matrix; ``labels`` are short tick labels (numbers), ``hover``
+    the texts. Up to ``MAX_CELL_TEXT`` rows every cell shows its value. ``zrange`` fixes the colours
+    (default: the smallest value to 1) so several matrices can be compared."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    n = len(matrix)
+    hover = [short(h) for h in (hover or labels)]
+    low = float(np.floor(matrix.min() * 10) / 10) if n else 0.0
+    zmin, zmax = zrange or (min(low, 0.9), 1.0)
+    cells = np.array([[f"{hover[r]}<br>↔ {hover[c]}" for c in range(n)] for r in range(n)], dtype=object)
+    ticks = [html.escape(str(label)) for label in labels]
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=list(range(n)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=SIMILARITY_SCALE,
+        customdata=cells, hovertemplate="%{customdata}<br>cosine %{z:.4f}<extra></extra>",
+        texttemplate="%{z:.2f}" if n <= MAX_CELL_TEXT else None, textfont={"size": TICK_FONT_SIZE},
+        colorbar={"title": {"text": "cosine"}, "tickfont": {"size": TICK_FONT_SIZE}}))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks, side="top",
+                     tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks, autorange="reversed",
+                     tickfont={"size": TICK_FONT_SIZE}, scaleanchor="x")
+    return _layout(fig, title, int(np.clip(46 * n + 160, 360, 900)))
+
+
+# ---- one word in different contexts ------------------------------------------------------------------
+
+def _pair_group(result: WordInContexts, i: int, j: int) -> str:
+    same = result.same_sense(i, j)
+    if same is None:
+        return "pair"
+    return "same sense" if same else "different senses"
+
+
+def context_lines(result: WordInContexts) -> go.Figure:
+    """The cosine of the word's vectors in every two sentences, one line per pair across the hidden states
+    (x: embeddings, layer 1 .. L), green for pairs of the same sense, orange for different senses, and
+    the two groups' means as thick lines."""
+    cos = result.cosines()
+    x = [state_label(i) for i in range(result.num_states)]
+    fig, shown = go.Figure(), set()
+    for i, j in result.pairs():
+        group, same = _pair_group(result, i, j), result.same_sense(i, j)
+        a, b = result.contexts[i], result.contexts[j]
+        name = group if same is not None else f"{i + 1} ↔ {j + 1}"
+        fig.add_trace(go.Scatter(
+            x=x, y=cos[:, i, j], mode="lines+markers", name=name, legendgroup=group,
+            showlegend=same is None or group not in shown, opacity=0.45 if same is not None else 0.9,
+            line={"width": 2, "color": PAIR_COLOURS[same] if same is not None else None},
+            hovertemplate=(f"{i + 1}. {short(a.sentence, 60)} [{short(a.sense)}]<br>{j + 1}. {short(b.sentence, 60)} "
+                           f"[{short(b.sense)}]<br>%{{x}}: cosine %{{y:.4f}}<extra></extra>")))
+        shown.add(group)
+    for group, mean in result.sense_means().items():
+        same = group == "same sense"
+        fig.add_trace(go.Scatter(x=x, y=mean, mode="lines+markers", name=f"mean, {group}",
+                                 line={"width": 6, "color": PAIR_COLOURS[same]}, marker={"size": 11},
+                                 hovertemplate=f"mean, {group}<br>%{{x}}: cosine %{{y:.4f}}<extra></extra>"))
+    fig.update_xaxes(title="hidden state (embeddings = before any attention)", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=f"cosine of '{short(result.word, 30)}' in two sentences", tickfont={"size": TICK_FONT_SIZE})
+    return _layout(fig, f"'{short(result.word, 30)}' in {len(result.contexts)} sentences: cosine layer by layer", 560)
+
+
+# ---- projections ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Colouring:
+    """How points are coloured: by category (``labels``, "" = not highlighted, drawn grey) or by a number
+    (``values``, with a colour bar)."""
+
+    title: str
+    labels: tuple[str, ...] | None = None
+    values: np.ndarray | None = None
+
+
+def common_words(points: TokenPoints, count: int = 8) -> list[str]:
+    """The words in the most sentences, without special tokens, punctuation and very common words."""
+    seen = Counter(word for word in {(w, s) for w, s, special in zip(points.words, points.sentence, points.special)
+                                     if not special and any(ch.isalpha() for ch in w) and w not in COMMON_WORDS})
+    return [w for w, _ in sorted(Counter(w for w, _ in seen).items(), key=lambda kv: (-kv[1], kv[0]))][:count]
+
+
+def point_colouring(points: TokenPoints, by: str, highlight: Sequence[str] = (),
+                    sentence_labels: Sequence[str] | None = None) -> Colouring:
+    """``by`` "word" (the ``highlight`` words, the rest grey; with ``sentence_labels``, e.g. senses, a word
+    is split by its sentence's label), "position", or "sentence" (a colour each up to ``MAX_CATEGORIES``
+    sentences, else a colour scale over the sentence number)."""
+    if by == "position":
+        return Colouring("position", values=points.position)
+    if by == "sentence":
+        if len(points.texts) > MAX_CATEGORIES:
+            return Colouring("sentence", values=points.sentence + 1)
+        return Colouring("sentence", labels=tuple(f"{s + 1}. {points.texts[s][:40]}" for s in points.sentence))
+    chosen = {w.lower() for w in highlight}
+
+    def label(word: str, sentence: int) -> str:
+        if word not in chosen:
+            return ""
+        return f"{word} ({sentence_labels[sentence]})" if sentence_labels and sentence_labels[sentence] else word
+
+    return Colouring("word", labels=tuple(label(w, s) for w, s in zip(points.words, points.sentence)))
+
+
+def point_hover(points: TokenPoints, prefix: str = "") -> list[str]:
+    """One hover text per point: the token (its word), its position and its sentence."""
+    return [f"{prefix}<b>{html.escape(t)}</b> (word '{short(w, 30)}') · position {p}<br>sentence {s + 1}: "
+            f"{short(points.texts[s])}" for t, w, p, s in zip(points.tokens, points.words, points.position, points.sentence)]
+
+
+def _axis_titles(projection: Projection) -> list[str]:
+    name = METHODS[projection.method]
+    if projection.explained is None:
+        return [f"{name} {i + 1}" for i in range(projection.coords.shape[1])]
+    return [f"PC {i + 1} ({share:.1%} of variance)" for i, share in enumerate(projection.explained)]
+
+
+def _trace(coords: np.ndarray, rows: np.ndarray, **kwargs) -> go.Scatter | go.Scatter3d:
+    """A 2-D or 3-D scatter of ``coords[rows]``; ``customdata`` is each point's index (for clicks)."""
+    xyz = {axis: coords[rows, i] for i, axis in enumerate("xyz"[: coords.shape[1]])}
+    kind = go.Scatter if coords.shape[1] == 2 else go.Scatter3d
+    return kind(mode="markers", customdata=rows, hovertemplate="%{hovertext}<extra></extra>", **xyz, **kwargs)
+
+
+def projection_scatter(projection: Projection, hover: Sequence[str], colouring: Colouring, title: str,
+                       symbols: Sequence[str] | None = None) -> go.Figure:
+    """Points of a 2-D or 3-D projection coloured by ``colouring``; ``symbols`` (one marker symbol per
+    point, e.g. queries circles and keys diamonds) are optional. Hover shows ``hover[i]``."""
+    coords, hover = projection.coords, np.asarray(hover, dtype=object)
+    size = 8 if coords.shape[1] == 2 else 4
+    symbols = np.asarray(symbols if symbols is not None else ["circle"] * len(coords), dtype=object)
+    fig = go.Figure()
+    if colouring.values is not None:
+        rows = np.arange(len(coords))
+        fig.add_trace(_trace(coords, rows, hovertext=hover, showlegend=False, marker={
+            "size": size, "color": colouring.values, "colorscale": "Viridis", "symbol": symbols, "opacity": 0.85,
+            "colorbar": {"title": {"text": colouring.title}, "tickfont": {"size": TICK_FONT_SIZE}}}))
+    else:
+        labels = np.asarray(colouring.labels, dtype=object)
+        groups = sorted({g for g in labels if g}, key=lambda g: (-int((labels == g).sum()), g))
+        for g in ["", *groups]:
+            rows = np.flatnonzero(labels == g)
+            if len(rows) == 0:
+                continue
+            colour = OTHER_COLOUR if not g else CATEGORY_COLOURS[groups.index(g) % MAX_CATEGORIES]
+            fig.add_trace(_trace(coords, rows, hovertext=hover[rows], name=short(g, 44) if g else "other",
+                                 marker={"size": size if g else size - 2, "color": colour, "symbol": symbols[rows],
+                                         "opacity": 0.9 if g else 0.5}))
+        fig.update_layout(legend={"title": {"text": colouring.title}, "itemsizing": "constant"})
+    titles = _axis_titles(projection)
+    if coords.shape[1] == 2:
+        fig.update_xaxes(title=titles[0], zeroline=False)
+        fig.update_yaxes(title=titles[1], zeroline=False)
+    else:
+        fig.update_layout(scene={f"{a}axis": {"title": {"text": t}} for a, t in zip("xyz", titles)})
+    fig.update_layout(clickmode="event+select", dragmode="pan" if coords.shape[1] == 2 else None)
+    return _layout(fig, title, 760)

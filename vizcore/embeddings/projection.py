@@ -1,0 +1,284 @@
+"""Token vectors from many sentences, projected to 2-D or 3-D; and one head's queries and keys in one space.
+
+* ``token_vectors``: every token's hidden state at one layer (0 = the embedding layer's output), over
+  many sentences, whole sentences until ``max_tokens`` (said in ``TokenPoints.total_tokens``).
+* ``query_key_vectors``: one head's query and key vectors (the outputs of W_Q and W_K, bias included,
+  that head's slice), read with forward hooks that exist only inside ``run.hooks`` (``run.forward``).
+* ``pca`` (numpy SVD, signs fixed so reruns agree) and ``umap_projection`` (umap-learn, seeded: the same
+  numbers on every run, single-threaded).
+* ``joint_space``: AttentionViz's normalisation (Yeh et al. 2023) so that a query lies near the keys it
+  attends to. Attention is softmax(q·k / sqrt(d)) over the keys of one sentence, so two changes leave
+  every attention weight as it is: adding one vector t to every key adds q·t to all of a query's scores
+  (the softmax does not move), and multiplying queries by c and keys by 1/c keeps every q·k. We choose
+  t so that the keys' mean equals the queries' mean, then c so that queries and keys have the same mean
+  length. Then |q - k|^2 = |q|^2 + |k|^2 - 2 q·k is small where q·k is large (for similar lengths), and
+  queries and keys share one cloud instead of two far-apart ones (UMAP keeps only near neighbours).
+  The translation has a price, measured by ``distance_agreement`` (ideally -1): with it (and c near 1), a query's
+  distances to keys follow mainly the part of its scores that differs between queries, (q - mean q)·k;
+  the part every query shares, (mean q)·k (e.g. "everyone looks at [SEP]"), no longer shows as distance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from vizcore.embeddings.vectors import _accepts_token_types, _batch
+from vizcore.errors import VizError
+from vizcore.model import arch as archs
+from vizcore.model.loading import LoadedModel
+from vizcore.model.run import Hook, check_text, forward
+
+MAX_TOKENS = 2_000  # points in one projection: UMAP stays within seconds, the browser draws them smoothly
+MAX_TEXTS = 1_000
+BATCH = 32
+METHODS = {"pca": "PCA", "umap": "UMAP"}
+UMAP_NEIGHBOURS, UMAP_MIN_DIST = 15, 0.1
+
+
+@dataclass(frozen=True)
+class TokenPoints:
+    """What each point is: ``(N,)`` per-token facts, in sentence order."""
+
+    texts: tuple[str, ...]  # the sentences used (the first ones, up to the token cap)
+    tokens: tuple[str, ...]
+    words: tuple[str, ...]  # the whole word each piece belongs to, lower case ("[CLS]" for specials)
+    sentence: np.ndarray  # (N,) int: index into ``texts``
+    position: np.ndarray  # (N,) int: token position in its sentence (0 = the first token, [CLS])
+    special: np.ndarray  # (N,) bool
+    total_texts: int  # sentences given
+    total_tokens: int  # tokens the given sentences have (with the same special-token choice)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def capped(self) -> bool:
+        return len(self.texts) < self.total_texts
+
+
+@dataclass(frozen=True)
+class TokenCloud:
+    points: TokenPoints
+    vectors: np.ndarray  # (N, D) float32
+    state: int  # hidden state: 0 = embeddings, i = output of layer i
+
+
+@dataclass(frozen=True)
+class QueryKeyCloud:
+    points: TokenPoints
+    queries: np.ndarray  # (N, d_head) float32
+    keys: np.ndarray  # (N, d_head) float32
+    layer: int  # 0-based
+    head: int  # 0-based
+
+
+@dataclass(frozen=True)
+class Projection:
+    coords: np.ndarray  # (N, dims) float32
+    method: str  # "pca" | "umap"
+    explained: np.ndarray | None  # PCA: (dims,) share of the variance along each axis
+
+
+@dataclass(frozen=True)
+class JointSpace:
+    queries: np.ndarray  # (N, d) scaled queries
+    keys: np.ndarray  # (N, d) translated and scaled keys
+    translation: np.ndarray  # (d,) added to every key (before scaling)
+    scale: float  # queries x scale, keys / scale
+
+
+# ---- the sentences and their tokens ------------------------------------------------------------------
+
+def _check_texts(texts: Sequence[str]) -> tuple[str, ...]:
+    texts = tuple(t.strip() for t in texts if t and t.strip())
+    if not texts:
+        raise VizError("There are no sentences: give at least one, one per line.")
+    if len(texts) > MAX_TEXTS:
+        raise VizError(f"{len(texts):,} sentences is more than {MAX_TEXTS:,}: use fewer.")
+    for number, text in enumerate(texts, start=1):
+        check_text(text, f"sentence {number}")
+    return texts
+
+
+def _word_texts(text: str, word_ids: list[int | None], offsets: list[tuple[int, int]], tokens: list[str]) -> list[str]:
+    """Each token's whole word: the text from its word's first piece to its last, lower case."""
+    spans: dict[int, tuple[int, int]] = {}
+    for word, (a, b) in zip(word_ids, offsets):
+        if word is not None:
+            start, end = spans.get(word, (a, b))
+            spans[word] = (min(start, a), max(end, b))
+    return [token if word is None else text[slice(*spans[word])].lower() for word, token in zip(word_ids, tokens)]
+
+
+def tokenize_texts(loaded: LoadedModel, texts: Sequence[str], max_tokens: int = MAX_TOKENS,
+                   special: bool = False) -> tuple[TokenPoints, list[list[int]], list[np.ndarray]]:
+    """Whole sentences, in order, while their kept tokens fit in ``max_tokens``: the points, each used
+    sentence's token ids, and the positions kept in each (special tokens dropped unless ``special``)."""
+    texts = _check_texts(texts)
+    if not loaded.tokenizer.is_fast:
+        raise VizError(f"'{loaded.name}' has no fast tokenizer, which this view needs to group pieces into words.")
+    encoding = loaded.tokenizer(list(texts), truncation=True, max_length=loaded.max_length, verbose=False,
+                                return_offsets_mapping=True, return_special_tokens_mask=True)
+    kept = [np.flatnonzero(special | ~np.asarray(m, dtype=bool)) for m in encoding["special_tokens_mask"]]
+    sizes = np.array([len(k) for k in kept])
+    used = max(1, int(np.searchsorted(np.cumsum(sizes), max_tokens, side="right")))
+    columns: dict[str, list] = {name: [] for name in ("tokens", "words", "sentence", "position", "special")}
+    for i in range(used):
+        tokens = encoding.tokens(i)
+        words = _word_texts(texts[i], encoding.word_ids(i), encoding["offset_mapping"][i], tokens)
+        marks = encoding["special_tokens_mask"][i]
+        for p in kept[i]:
+            for name, value in zip(columns, (tokens[p], words[p], i, p, bool(marks[p]))):
+                columns[name].append(value)
+    points = TokenPoints(texts=texts[:used], tokens=tuple(columns["tokens"]), words=tuple(columns["words"]),
+                         sentence=np.asarray(columns["sentence"], dtype=np.int64),
+                         position=np.asarray(columns["position"], dtype=np.int64),
+                         special=np.asarray(columns["special"], dtype=bool), total_texts=len(texts),
+                         total_tokens=int(sizes.sum()))
+    return points, encoding["input_ids"][:used], kept[:used]
+
+
+def _batches(loaded: LoadedModel, ids: list[list[int]], kept: list[np.ndarray],
+             run_batch: Callable[[dict[str, torch.Tensor]], list[torch.Tensor]]) -> list[np.ndarray]:
+    """Run ``run_batch`` on padded batches; each of its (B, T, ...) outputs, kept positions only, stacked
+    over every sentence in order: a list of (N, ...) float32 arrays."""
+    accepts_types, parts = _accepts_token_types(loaded), []
+    for start in range(0, len(ids), BATCH):
+        outputs = run_batch(_batch(loaded, ids[start: start + BATCH], accepts_types))
+        parts.append([torch.cat([out[b, torch.as_tensor(kept[start + b])] for b in range(out.shape[0])])
+                      .float().cpu().numpy() for out in outputs])
+    return [np.concatenate(column) for column in zip(*parts)]
+
+
+# ---- what is read from the model --------------------------------------------------------------------
+
+def token_vectors(loaded: LoadedModel, texts: Sequence[str], state: int, max_tokens: int = MAX_TOKENS,
+                  special: bool = False) -> TokenCloud:
+    """Hidden state ``state`` (0 = embeddings, i = output of layer i) of every kept token: ``(N, D)``."""
+    if not 0 <= state <= loaded.num_layers:
+        raise VizError(f"Layer {state} does not exist: 0 (embeddings) to {loaded.num_layers}.")
+    points, ids, kept = tokenize_texts(loaded, texts, max_tokens, special)
+
+    def run_batch(inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        return [forward(loaded, inputs, hidden=True, attention=False, base_only=True).hidden_states[state]]
+
+    (vectors,) = _batches(loaded, ids, kept, run_batch)
+    return TokenCloud(points, vectors, state)
+
+
+def _query_key_hooks(loaded: LoadedModel, layer: int, read: dict[str, torch.Tensor]) -> list[Hook]:
+    """Hooks that keep layer ``layer``'s projected queries and keys, ``(B, T, H * d_head)``, in ``read``."""
+    attn = archs.arch_of(loaded.model)
+    attn = attn.stacks[attn.main_stack].self_attention
+    block = archs.blocks(loaded.model)[layer]
+
+    def keep(name: str, part: int | None) -> Callable:
+        def hook(module, inputs, output):
+            read[name] = (output if part is None else output.chunk(3, dim=-1)[part]).detach()
+        return hook
+
+    if attn.qkv is not None:  # GPT-2's fused c_attn: queries, keys, values side by side
+        return [(archs.get(block, attn.qkv), "post", keep(n, i)) for i, n in enumerate(("queries", "keys"))]
+    return [(archs.get(block, path), "post", keep(name, None))
+            for name, path in (("queries", attn.query), ("keys", attn.key))]
+
+
+def query_key_vectors(loaded: LoadedModel, texts: Sequence[str], layer: int, head: int,
+                      max_tokens: int = MAX_TOKENS, special: bool = True) -> QueryKeyCloud:
+    """Head ``head`` of layer ``layer`` (0-based): its query and key vector at every kept token."""
+    if not (0 <= layer < loaded.num_layers and 0 <= head < loaded.num_heads):
+        raise VizError(f"Head {layer + 1}.{head + 1} does not exist: the model has {loaded.num_layers} layers x "
+                       f"{loaded.num_heads} heads (1-based).")
+    points, ids, kept = tokenize_texts(loaded, texts, max_tokens, special)
+
+    def run_batch(inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        read: dict[str, torch.Tensor] = {}
+        forward(loaded, inputs, _query_key_hooks(loaded, layer, read), hidden=False, attention=False, base_only=True)
+        return [read[n].reshape(*read[n].shape[:2], loaded.num_heads, -1)[:, :, head] for n in ("queries", "keys")]
+
+    queries, keys = _batches(loaded, ids, kept, run_batch)
+    return QueryKeyCloud(points, queries, keys, layer, head)
+
+
+# ---- projections ------------------------------------------------------------------------------------
+
+def _check_points(points: np.ndarray, dims: int, least: int) -> np.ndarray:
+    if dims not in (2, 3):
+        raise VizError(f"Project to 2 or 3 dimensions, not {dims}.")
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim != 2 or len(points) < least:
+        raise VizError(f"A projection needs at least {least} points; there are {len(points)}: add sentences.")
+    return points
+
+
+def pca(points: np.ndarray, dims: int = 2) -> Projection:
+    """The first ``dims`` principal components of ``points`` (N, D): coordinates (N, dims) and each axis's
+    share of the total variance. Each axis points so that its largest loading is positive."""
+    centred = _check_points(points, dims, 2)
+    centred = centred - centred.mean(0, keepdims=True)
+    _, singular, axes = np.linalg.svd(centred, full_matrices=False)
+    axes = axes[:dims]
+    axes = axes * np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(1)])[:, None]
+    variance = singular ** 2
+    coords = centred @ axes.T
+    if coords.shape[1] < dims:  # fewer points or dimensions than axes: the rest are flat
+        coords = np.pad(coords, ((0, 0), (0, dims - coords.shape[1])))
+    explained = np.zeros(dims)
+    explained[: min(dims, len(variance))] = variance[:dims] / max(variance.sum(), 1e-30)
+    return Projection(coords.astype(np.float32), "pca", explained)
+
+
+def umap_projection(points: np.ndarray, dims: int = 2, seed: int = 0, neighbours: int = UMAP_NEIGHBOURS,
+                    min_dist: float = UMAP_MIN_DIST) -> Projection:
+    """UMAP (McInnes et al. 2018) to ``dims``; seeded, hence single-threaded and the same on every run.
+    The first call in a process compiles umap-learn's numba code (tens of seconds on 2 cores)."""
+    points = _check_points(points, dims, dims + 3)
+    import umap  # 3-20 s to import (numba): only when asked for
+
+    reducer = umap.UMAP(n_components=dims, n_neighbors=min(neighbours, len(points) - 1), min_dist=min_dist,
+                        random_state=seed, n_jobs=1, init="spectral" if len(points) > dims + 8 else "random")
+    return Projection(reducer.fit_transform(points.astype(np.float32)).astype(np.float32), "umap", None)
+
+
+def project(points: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
+    if method == "pca":
+        return pca(points, dims)
+    if method == "umap":
+        return umap_projection(points, dims, seed)
+    raise VizError(f"Unknown projection '{method}': choose {' or '.join(METHODS)}.")
+
+
+# ---- AttentionViz's joint query-key space -----------------------------------------------------------
+
+def joint_space(queries: np.ndarray, keys: np.ndarray) -> JointSpace:
+    """Translate the keys so their mean is the queries' mean, then scale queries by c and keys by 1/c so
+    both have the same mean length: no attention weight changes (see the module's docstring)."""
+    q, k = np.asarray(queries, dtype=np.float64), np.asarray(keys, dtype=np.float64)
+    translation = q.mean(0) - k.mean(0)
+    k = k + translation
+    q_norm, k_norm = np.linalg.norm(q, axis=1).mean(), np.linalg.norm(k, axis=1).mean()
+    scale = float(np.sqrt(k_norm / q_norm)) if q_norm > 0 and k_norm > 0 else 1.0
+    return JointSpace((q * scale).astype(np.float32), (k / scale).astype(np.float32),
+                      translation.astype(np.float32), scale)
+
+
+def distance_agreement(queries: np.ndarray, keys: np.ndarray, sentence: np.ndarray) -> float:
+    """How well distance ranks keys as attention does: for each query, the Pearson correlation between
+    its scores q·k and its distances |q - k| to the keys of its own sentence (the keys its softmax
+    compares), averaged over the queries. -1: the nearest key is always the most attended."""
+    found = []
+    for s in np.unique(sentence):
+        q, k = queries[sentence == s].astype(np.float64), keys[sentence == s].astype(np.float64)
+        if len(k) < 2:
+            continue
+        dots = q @ k.T  # (n, n): one row per query
+        dists = np.linalg.norm(q[:, None] - k[None], axis=-1)
+        a, b = dots - dots.mean(1, keepdims=True), dists - dists.mean(1, keepdims=True)
+        spread = np.sqrt((a * a).sum(1) * (b * b).sum(1))
+        found.append((a * b).sum(1)[spread > 0] / spread[spread > 0])
+    rows = np.concatenate(found) if found else np.zeros(0)
+    return float(rows.mean()) if rows.size else 0.0
