@@ -61,7 +61,7 @@ def test_head_only_run_shows_accuracy_confusion_examples_and_no_head_change(app)
     job, app = train(app)
     assert not app.exception and job.status == "done"
     result = job.result
-    accuracy = result.final_eval_accuracy
+    accuracy = result.final_score
     assert app.metric[0].label == "Held-out accuracy" and app.metric[0].value == f"{accuracy:.1%}"
     confusion = decode_plotly(chart(app, "Confusion matrix")["data"][0]["z"])
     assert confusion.sum() == 88 and np.trace(confusion) / 88 == pytest.approx(accuracy)
@@ -177,14 +177,14 @@ def test_a_second_session_waits_in_line_with_its_place_shown_and_runs_when_the_f
     assert long_run.status == "stopped" and waiting.status == "done"
     assert not infos(second) or not any("in line" in text for text in infos(second))
     assert second.metric[0].label == "Held-out accuracy"
-    assert second.metric[0].value == f"{waiting.result.final_eval_accuracy:.1%}"
+    assert second.metric[0].value == f"{waiting.result.final_score:.1%}"
 
 
 def test_a_run_that_fails_says_why_and_the_page_keeps_working(app, monkeypatch):
     def out_of_memory(*args, **kwargs):
         raise RuntimeError("not enough memory: you tried to allocate 9 GB")
 
-    monkeypatch.setattr(finetune, "train_classifier", out_of_memory)
+    monkeypatch.setattr(finetune, "train_task", out_of_memory)
     job, app = train(app)
     assert job.status == "error" and not app.exception
     assert [e.value for e in app.error] == [
