@@ -25,6 +25,7 @@ def main() -> None:
         st.Page("pages/translate.py", title="Translate: the whole Transformer", icon=":material/translate:",
                 url_path="translate"),
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
+        st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:", url_path="embeddings"),
         st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
     ]
     sidebar()

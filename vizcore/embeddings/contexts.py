@@ -7,9 +7,10 @@ The first whole-word occurrence in each sentence is used, whatever its case.
 
 The classroom point (Ethayarajh 2019, "How contextual are contextualized word representations?"): at
 the embedding layer the word's vectors are nearly the same in every sentence (they differ by position
-only: no attention has mixed the neighbours in yet), and through the layers the vectors of the same sense stay closer than those
-of different senses. Raw cosines between BERT vectors are high for any two tokens (the space is
-anisotropic), so the gap between same-sense and different-sense pairs is what to read, not the level.
+only: no attention has mixed the neighbours in yet), and through the layers the vectors of the same
+sense stay closer than those of different senses. Raw cosines between BERT vectors are high for any
+two tokens (the space is anisotropic), so the gap between same-sense and different-sense pairs is what
+to read, not the level.
 """
 
 from __future__ import annotations

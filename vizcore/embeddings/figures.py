@@ -23,6 +23,8 @@ CATEGORY_COLOURS = qualitative.Dark24
 OTHER_COLOUR = "#c8c8c8"
 PAIR_COLOURS = {True: "#1a7f37", False: "#c2410c", None: "#4a5568"}  # same sense, different senses, unlabelled
 MAX_CATEGORIES = len(CATEGORY_COLOURS)
+QUERY_KEY_COLOURS = {"query": "#1a9850", "key": "#d6336c"}
+SENSE_SYMBOLS = ("circle", "diamond", "square", "cross")
 HOVER_CHARS = 90
 # Words too common to be worth a colour of their own when the page picks words to highlight.
 COMMON_WORDS = frozenset(
@@ -45,26 +47,25 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
 # ---- cosine matrices --------------------------------------------------------------------------------
 
 def cosine_heatmap(matrix: np.ndarray, labels: Sequence[str], title: str, hover: Sequence[str] | None = None,
-                   zrange: tuple[float, float] | None = None) -> go.Figure:
-    """A symmetric ``[row, column]`` cosine matrix; ``labels`` are short tick labels (numbers), ``hover``
-    the texts. Up to ``MAX_CELL_TEXT`` rows every cell shows its value. ``zrange`` fixes the colours
-    (default: the smallest value to 1) so several matrices can be compared."""
+                   zrange: tuple[float, float] | None = None, row_labels: Sequence[str] | None = None) -> go.Figure:
+    """A symmetric ``[row, column]`` cosine matrix. ``labels`` are short tick labels (numbers), ``row_labels``
+    optional longer ones for the rows, ``hover`` the texts. Up to ``MAX_CELL_TEXT`` rows every cell shows
+    its value. ``zrange`` fixes the colours (default: the smallest value to 1) so matrices can be compared."""
     matrix = np.asarray(matrix, dtype=np.float64)
     n = len(matrix)
     hover = [short(h) for h in (hover or labels)]
     low = float(np.floor(matrix.min() * 10) / 10) if n else 0.0
     zmin, zmax = zrange or (min(low, 0.9), 1.0)
     cells = np.array([[f"{hover[r]}<br>↔ {hover[c]}" for c in range(n)] for r in range(n)], dtype=object)
-    ticks = [html.escape(str(label)) for label in labels]
     fig = go.Figure(go.Heatmap(
         z=matrix, x=list(range(n)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=SIMILARITY_SCALE,
         customdata=cells, hovertemplate="%{customdata}<br>cosine %{z:.4f}<extra></extra>",
         texttemplate="%{z:.2f}" if n <= MAX_CELL_TEXT else None, textfont={"size": TICK_FONT_SIZE},
         colorbar={"title": {"text": "cosine"}, "tickfont": {"size": TICK_FONT_SIZE}}))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks, side="top",
-                     tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks, autorange="reversed",
-                     tickfont={"size": TICK_FONT_SIZE}, scaleanchor="x")
+    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=[html.escape(str(t)) for t in labels],
+                     side="top", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(tickmode="array", tickvals=list(range(n)), autorange="reversed", scaleanchor="x",
+                     ticktext=[short(str(t), 34) for t in (row_labels or labels)], tickfont={"size": TICK_FONT_SIZE})
     return _layout(fig, title, int(np.clip(46 * n + 160, 360, 900)))
 
 
@@ -110,11 +111,14 @@ def context_lines(result: WordInContexts) -> go.Figure:
 @dataclass(frozen=True)
 class Colouring:
     """How points are coloured: by category (``labels``, "" = not highlighted, drawn grey) or by a number
-    (``values``, with a colour bar)."""
+    (``values``, with a colour bar). Categories may have fixed ``colours`` (else the palette, in legend
+    order) and a marker symbol each (``symbols``)."""
 
     title: str
     labels: tuple[str, ...] | None = None
     values: np.ndarray | None = None
+    colours: dict[str, str] | None = None
+    symbols: dict[str, str] | None = None
 
 
 def common_words(points: TokenPoints, count: int = 8) -> list[str]:
@@ -125,30 +129,66 @@ def common_words(points: TokenPoints, count: int = 8) -> list[str]:
 
 
 def point_colouring(points: TokenPoints, by: str, highlight: Sequence[str] = (),
-                    sentence_labels: Sequence[str] | None = None) -> Colouring:
-    """``by`` "word" (the ``highlight`` words, the rest grey; with ``sentence_labels``, e.g. senses, a word
-    is split by its sentence's label), "position", or "sentence" (a colour each up to ``MAX_CATEGORIES``
-    sentences, else a colour scale over the sentence number)."""
+                    senses: Sequence[tuple[str, str]] | None = None) -> Colouring:
+    """``by`` "word": a colour per ``highlight`` word, the rest grey; with ``senses`` (per sentence, the word
+    it was written for and that word's sense) that word is split by sense: one colour, a symbol per sense.
+    "position": a colour scale. "sentence": a colour each up to ``MAX_CATEGORIES`` sentences, else a
+    colour scale over the sentence number."""
     if by == "position":
         return Colouring("position", values=points.position)
     if by == "sentence":
         if len(points.texts) > MAX_CATEGORIES:
             return Colouring("sentence", values=points.sentence + 1)
         return Colouring("sentence", labels=tuple(f"{s + 1}. {points.texts[s][:40]}" for s in points.sentence))
-    chosen = {w.lower() for w in highlight}
+    chosen = [w.lower() for w in highlight]
 
     def label(word: str, sentence: int) -> str:
         if word not in chosen:
             return ""
-        return f"{word} ({sentence_labels[sentence]})" if sentence_labels and sentence_labels[sentence] else word
+        own, sense = senses[sentence] if senses else ("", "")
+        return f"{word} ({sense})" if word == own and sense else word
 
-    return Colouring("word", labels=tuple(label(w, s) for w, s in zip(points.words, points.sentence)))
+    labels = tuple(label(w, s) for w, s in zip(points.words, points.sentence))
+    names = sorted(set(labels) - {""})
+    split = {name.split(" (")[0] for name in names if " (" in name}
+    colours, symbols, senses_of = {}, {}, Counter()
+    for name in names:  # a split word: one colour, a symbol per sense; open circles elsewhere (no sense given)
+        word = name.split(" (")[0]
+        colours[name] = CATEGORY_COLOURS[chosen.index(word) % MAX_CATEGORIES]
+        if name == word:
+            symbols[name] = "circle-open" if word in split else "circle"
+        else:
+            symbols[name] = SENSE_SYMBOLS[senses_of[word] % len(SENSE_SYMBOLS)]
+            senses_of[word] += 1
+    return Colouring("word", labels=labels, colours=colours, symbols=symbols)
 
 
 def point_hover(points: TokenPoints, prefix: str = "") -> list[str]:
     """One hover text per point: the token (its word), its position and its sentence."""
+    rows = zip(points.tokens, points.words, points.position, points.sentence)
     return [f"{prefix}<b>{html.escape(t)}</b> (word '{short(w, 30)}') · position {p}<br>sentence {s + 1}: "
-            f"{short(points.texts[s])}" for t, w, p, s in zip(points.tokens, points.words, points.position, points.sentence)]
+            f"{short(points.texts[s])}" for t, w, p, s in rows]
+
+
+def query_key_colouring(points: TokenPoints, by: str, highlight: Sequence[str] = ()) -> Colouring:
+    """Colours of the joint cloud, queries first then keys (2N points): ``by`` "kind" (queries green, keys
+    pink, as AttentionViz draws them), "position", or "token" (the ``highlight`` words, the rest grey)."""
+    n = len(points)
+    if by == "kind":
+        return Colouring("vector", labels=("query",) * n + ("key",) * n, colours=QUERY_KEY_COLOURS)
+    if by == "position":
+        return Colouring("position", values=np.concatenate([points.position, points.position]))
+    words = point_colouring(points, "word", highlight)
+    return Colouring("token", labels=words.labels + words.labels, colours=words.colours)
+
+
+def query_key_hover(points: TokenPoints) -> list[str]:
+    return point_hover(points, "query · ") + point_hover(points, "key · ")
+
+
+def query_key_symbols(points: TokenPoints) -> list[str]:
+    """Queries are circles, keys diamonds."""
+    return ["circle"] * len(points) + ["diamond"] * len(points)
 
 
 def _axis_titles(projection: Projection) -> list[str]:
@@ -180,14 +220,17 @@ def projection_scatter(projection: Projection, hover: Sequence[str], colouring: 
             "colorbar": {"title": {"text": colouring.title}, "tickfont": {"size": TICK_FONT_SIZE}}}))
     else:
         labels = np.asarray(colouring.labels, dtype=object)
-        groups = sorted({g for g in labels if g}, key=lambda g: (-int((labels == g).sum()), g))
+        groups = list(colouring.colours or {}) or sorted({g for g in labels if g},
+                                                          key=lambda g: (-int((labels == g).sum()), g))
         for g in ["", *groups]:
             rows = np.flatnonzero(labels == g)
             if len(rows) == 0:
                 continue
-            colour = OTHER_COLOUR if not g else CATEGORY_COLOURS[groups.index(g) % MAX_CATEGORIES]
+            colour = OTHER_COLOUR if not g else (colouring.colours or {}).get(
+                g, CATEGORY_COLOURS[groups.index(g) % MAX_CATEGORIES])
+            shapes = symbols[rows] if colouring.symbols is None or not g else colouring.symbols[g]
             fig.add_trace(_trace(coords, rows, hovertext=hover[rows], name=short(g, 44) if g else "other",
-                                 marker={"size": size if g else size - 2, "color": colour, "symbol": symbols[rows],
+                                 marker={"size": size if g else size - 2, "color": colour, "symbol": shapes,
                                          "opacity": 0.9 if g else 0.5}))
         fig.update_layout(legend={"title": {"text": colouring.title}, "itemsizing": "constant"})
     titles = _axis_titles(projection)

@@ -91,6 +91,16 @@ class JointSpace:
     scale: float  # queries x scale, keys / scale
 
 
+@dataclass(frozen=True)
+class JointProjection:
+    """Queries and keys of one head projected together: rows ``0..N-1`` are queries, ``N..2N-1`` keys."""
+
+    projection: Projection  # (2N, dims)
+    normalised: bool  # AttentionViz's translation and scaling applied before projecting
+    scale: float  # the scaling c (1 when not normalised)
+    agreement: dict[str, float]  # distance_agreement: "raw", "normalised" (head dimensions) and "shown"
+
+
 # ---- the sentences and their tokens ------------------------------------------------------------------
 
 def _check_texts(texts: Sequence[str]) -> tuple[str, ...]:
@@ -102,6 +112,13 @@ def _check_texts(texts: Sequence[str]) -> tuple[str, ...]:
     for number, text in enumerate(texts, start=1):
         check_text(text, f"sentence {number}")
     return texts
+
+
+def spread(texts: Sequence[str], count: int) -> tuple[str, ...]:
+    """``count`` texts taken evenly from first to last (a collection written in topic blocks keeps them all)."""
+    if count >= len(texts):
+        return tuple(texts)
+    return tuple(texts[int(i)] for i in np.linspace(0, len(texts) - 1, max(count, 1)).round())
 
 
 def _word_texts(text: str, word_ids: list[int | None], offsets: list[tuple[int, int]], tokens: list[str]) -> list[str]:
@@ -282,3 +299,17 @@ def distance_agreement(queries: np.ndarray, keys: np.ndarray, sentence: np.ndarr
         found.append((a * b).sum(1)[spread > 0] / spread[spread > 0])
     rows = np.concatenate(found) if found else np.zeros(0)
     return float(rows.mean()) if rows.size else 0.0
+
+
+def project_queries_keys(cloud: QueryKeyCloud, method: str, dims: int, normalise: bool = True,
+                         seed: int = 0) -> JointProjection:
+    """Queries and keys in one projection (AttentionViz), with ``joint_space`` first when ``normalise``; how
+    well distance follows q·k in the head's dimensions, with and without it, and in the projection."""
+    space = joint_space(cloud.queries, cloud.keys)
+    queries, keys = (space.queries, space.keys) if normalise else (cloud.queries, cloud.keys)
+    projection = project(np.concatenate([queries, keys]), method, dims, seed)
+    n, sentence = len(cloud.points), cloud.points.sentence
+    agreement = {"raw": distance_agreement(cloud.queries, cloud.keys, sentence),
+                 "normalised": distance_agreement(space.queries, space.keys, sentence),
+                 "shown": distance_agreement(projection.coords[:n], projection.coords[n:], sentence)}
+    return JointProjection(projection, normalise, space.scale if normalise else 1.0, agreement)

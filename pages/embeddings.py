@@ -1,0 +1,34 @@
+"""Embeddings: sentence vectors and their similarity, semantic search, one word in many contexts, token maps,
+and one head's queries and keys in one space (AttentionViz).
+
+Computation: vizcore/embeddings/ (vectors, search, contexts, projection) · figures: vizcore/embeddings/figures.py ·
+CLI: python -m vizcore similarity | embed · docs: docs/EMBEDDINGS.md
+"""
+
+import streamlit as st
+
+from ui import embeddings as emb
+from ui import (
+    embeddings_contexts,
+    embeddings_queries,
+    embeddings_search,
+    embeddings_similarity,
+    embeddings_tokens,
+    url_state,
+)
+
+embeddings_queries.follow_click()
+st.title("Embeddings: what the vectors say")
+st.markdown(
+    "Every token leaves each layer as a vector, and a sentence can be pooled into one. Compare sentences by the "
+    "**cosine** of their vectors, **search** a collection by meaning, follow **one word** through the layers in "
+    "different sentences, and see **many tokens at once** as points, down to one head's queries and keys.")
+sections = {"similarity": embeddings_similarity, "search": embeddings_search, "contexts": embeddings_contexts,
+            "tokens": embeddings_tokens, "queries": embeddings_queries}
+for problem in emb.read_url(*(section.URL_PARAMS for section in sections.values())):
+    st.warning(problem)
+emb.keep_choices()
+view = emb.choose_view()
+loaded = emb.model()
+params = sections[view].show(loaded) or {}
+url_state.write({"view": view, **params})
