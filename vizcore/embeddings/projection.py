@@ -10,12 +10,14 @@
   attends to. Attention is softmax(q·k / sqrt(d)) over the keys of one sentence, so two changes leave
   every attention weight as it is: adding one vector t to every key adds q·t to all of a query's scores
   (the softmax does not move), and multiplying queries by c and keys by 1/c keeps every q·k. We choose
-  t so that the keys' mean equals the queries' mean, then c so that queries and keys have the same mean
-  length. Then |q - k|^2 = |q|^2 + |k|^2 - 2 q·k is small where q·k is large (for similar lengths), and
-  queries and keys share one cloud instead of two far-apart ones (UMAP keeps only near neighbours).
-  The translation has a price, measured by ``distance_agreement`` (ideally -1): with it (and c near 1), a query's
-  distances to keys follow mainly the part of its scores that differs between queries, (q - mean q)·k;
-  the part every query shares, (mean q)·k (e.g. "everyone looks at [SEP]"), no longer shows as distance.
+  c so that queries and keys spread equally around their centres (AttentionViz equalises mean lengths;
+  measured from the centres, the scaling cannot pull the centres apart again), then t so that the keys'
+  mean equals the queries' mean. Then queries and keys share one cloud instead of two far-apart ones
+  (UMAP keeps only near neighbours), and |q - k|^2 = |q|^2 + |k|^2 - 2 q·k is small where q·k is large.
+  The translation has a price, measured by ``distance_agreement`` (ideally -1): for one query, its
+  distances to the keys then follow |k - mean k|^2 / c^2 - 2 (q - mean q)·k, the part of its scores
+  that differs between queries; the part every query shares, (mean q)·k (e.g. "everyone looks at
+  [SEP]"), no longer shows as distance.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class Projection:
 class JointSpace:
     queries: np.ndarray  # (N, d) scaled queries
     keys: np.ndarray  # (N, d) translated and scaled keys
-    translation: np.ndarray  # (d,) added to every key (before scaling)
+    translation: np.ndarray  # (d,) added to every key (after scaling)
     scale: float  # queries x scale, keys / scale
 
 
@@ -272,15 +274,17 @@ def project(points: np.ndarray, method: str, dims: int, seed: int = 0) -> Projec
 # ---- AttentionViz's joint query-key space -----------------------------------------------------------
 
 def joint_space(queries: np.ndarray, keys: np.ndarray) -> JointSpace:
-    """Translate the keys so their mean is the queries' mean, then scale queries by c and keys by 1/c so
-    both have the same mean length: no attention weight changes (see the module's docstring)."""
+    """Scale queries by c and keys by 1/c so both spread equally around their centres (c^2 = mean |k - mean k|
+    / mean |q - mean q|), then translate the keys so their mean is the queries' mean: no attention weight
+    changes (see the module's docstring). Scaling first keeps the two centres together."""
     q, k = np.asarray(queries, dtype=np.float64), np.asarray(keys, dtype=np.float64)
+    q_spread = np.linalg.norm(q - q.mean(0), axis=1).mean()
+    k_spread = np.linalg.norm(k - k.mean(0), axis=1).mean()
+    scale = float(np.sqrt(k_spread / q_spread)) if q_spread > 0 and k_spread > 0 else 1.0
+    q, k = q * scale, k / scale
     translation = q.mean(0) - k.mean(0)
-    k = k + translation
-    q_norm, k_norm = np.linalg.norm(q, axis=1).mean(), np.linalg.norm(k, axis=1).mean()
-    scale = float(np.sqrt(k_norm / q_norm)) if q_norm > 0 and k_norm > 0 else 1.0
-    return JointSpace((q * scale).astype(np.float32), (k / scale).astype(np.float32),
-                      translation.astype(np.float32), scale)
+    return JointSpace(q.astype(np.float32), (k + translation).astype(np.float32), translation.astype(np.float32),
+                      scale)
 
 
 def distance_agreement(queries: np.ndarray, keys: np.ndarray, sentence: np.ndarray) -> float:
