@@ -18,6 +18,7 @@ from typing import Sequence
 
 from vizcore.attention import cli as attention_cli
 from vizcore.decoder import cli as decoder_cli
+from vizcore.embeddings import cli as embeddings_cli
 from vizcore.errors import VizError
 from vizcore.finetune import cli as finetune_cli
 from vizcore.mlm import cli as mlm_cli
@@ -27,7 +28,8 @@ from vizcore.seq2seq import cli as seq2seq_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
-TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli)
+TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli,
+          embeddings_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -34,16 +34,13 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from vizcore.embeddings import LAYER_CHOICES, MAX_BATCH, POOLINGS  # noqa: F401  (re-exported)
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import check_text, forward
 
-POOLINGS: tuple[str, ...] = ("mean", "cls", "max")
 POOLING_NAMES = {"mean": "mean of the tokens", "cls": "[CLS] token", "max": "max over the tokens"}
 LAST4 = "last4"
-LAYER_CHOICES = ("a layer number from 1 (first) to the model's number of layers (last, the default), "
-                 "or last4: the last four layers' vectors side by side")
-MAX_BATCH = 512
 Layer = int | str  # "last", "last4" or a 0-based encoder layer index
 
 
