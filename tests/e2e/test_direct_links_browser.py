@@ -19,7 +19,7 @@ SENTENCE = "The dog barked."
 MASKED = "The dog [MASK] at the cat."
 PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page's nav title and heading
 TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", PRETRAINING,
-          "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Why?"]
+          "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings", "Why?"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
 FIRST_RUN_MS = 240_000  # a fresh server imports torch and loads a model on 2 shared cores
