@@ -65,7 +65,8 @@ def test_head_only_run_shows_accuracy_confusion_examples_and_no_head_change(app)
     assert app.metric[0].label == "Held-out accuracy" and app.metric[0].value == f"{accuracy:.1%}"
     confusion = decode_plotly(chart(app, "Confusion matrix")["data"][0]["z"])
     assert confusion.sum() == 88 and np.trace(confusion) / 88 == pytest.approx(accuracy)
-    assert app.metric[2].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
+    assert app.metric[1].label == "Held-out macro-F1" and app.metric[1].value == f"{result.scores['macro_f1']:.3f}"
+    assert app.metric[3].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
     table = app.dataframe[0].value
     assert len(table) == 88 and list(table.columns) == ["text", "label", "prediction", "confidence", "correct"]
     assert (table["correct"] == "✓").sum() == round(accuracy * 88)
@@ -115,7 +116,7 @@ def test_stop_keeps_the_partial_model(app):
     app.run()
     assert job.status == "stopped" and job.result.steps_done < job.result.total_steps
     assert any("Stopped" in w.value for w in app.warning)
-    assert app.metric[2].value == f"{job.result.steps_done}/{job.result.total_steps}"
+    assert app.metric[3].value == f"{job.result.steps_done}/{job.result.total_steps}"
 
 
 def test_upload_choice_asks_for_a_file(app):

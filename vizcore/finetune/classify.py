@@ -96,6 +96,7 @@ class ClassificationTask(Task):
 
     metric = "accuracy"
     metric_label = "accuracy"
+    extra_metrics = {"macro_f1": "macro-F1"}
 
     columns: dict[str, str | None] = {}  # the CLI's default columns
 

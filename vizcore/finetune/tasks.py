@@ -62,6 +62,7 @@ class Task(ABC):
     metric: ClassVar[str]  # key of the main held-out figure in evaluate()'s dict
     metric_label: ClassVar[str]  # e.g. "accuracy", "entity F1"
     batch_label: ClassVar[str] = "accuracy"  # what batch_score measures, for the training curve
+    extra_metrics: ClassVar[dict[str, str]] = {}  # more evaluate() keys shown beside the metric: key -> label
     defaults: ClassVar[dict[str, Any]] = {}  # FinetuneConfig fields this task sets otherwise (max_length, epochs...)
 
     @abstractmethod
