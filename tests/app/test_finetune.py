@@ -204,9 +204,10 @@ def test_the_pair_task_trains_on_the_builtin_pairs_and_shows_the_segments(app):
     assert not app.exception and not app.error
     assert any("**384 training** (contradiction 128, entailment 128, neutral 128) and **96 held-out**" in m.value
                for m in app.markdown)
-    assert app.number_input(key="finetune.pair.max_length").value == 128  # the pair task's own default
+    assert app.number_input(key="finetune.pair.max_length").value == 128  # the pair task's own defaults
+    assert app.number_input(key="finetune.pair.epochs").value == 10
     app.radio(key="finetune.pooling").set_value("cls").run()
-    app.number_input(key="finetune.epochs").set_value(1).run()
+    app.number_input(key="finetune.pair.epochs").set_value(1).run()
     job, app = train(app)
     assert not app.exception and job.status == "done" and job.task.name == "pair"
     assert job.config.pooling == "cls" and job.result.model.pooling == "cls"
