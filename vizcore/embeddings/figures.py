@@ -19,10 +19,11 @@ from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout
 
 SIMILARITY_SCALE = "Viridis"
 MAX_CELL_TEXT = 16  # up to this many rows, each cell shows its value
-CATEGORY_COLOURS = qualitative.Dark24
+# D3's ten (grey left out: it means "other") first, well apart on a projector; then Dark24 for more.
+CATEGORY_COLOURS = tuple(c for c in qualitative.D3 if c != "#7F7F7F") + tuple(qualitative.Dark24)
 OTHER_COLOUR = "#c8c8c8"
 PAIR_COLOURS = {True: "#1a7f37", False: "#c2410c", None: "#4a5568"}  # same sense, different senses, unlabelled
-MAX_CATEGORIES = len(CATEGORY_COLOURS)
+MAX_CATEGORIES = 24  # sentences with a colour each (a legend longer than this is not read)
 QUERY_KEY_COLOURS = {"query": "#1a9850", "key": "#d6336c"}
 SENSE_SYMBOLS = ("circle", "diamond", "square", "cross")
 HOVER_CHARS = 90

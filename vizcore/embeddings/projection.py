@@ -253,14 +253,21 @@ def pca(points: np.ndarray, dims: int = 2) -> Projection:
 
 def umap_projection(points: np.ndarray, dims: int = 2, seed: int = 0, neighbours: int = UMAP_NEIGHBOURS,
                     min_dist: float = UMAP_MIN_DIST) -> Projection:
-    """UMAP (McInnes et al. 2018) to ``dims``; seeded, hence single-threaded and the same on every run.
-    The first call in a process compiles umap-learn's numba code (tens of seconds on 2 cores)."""
-    points = _check_points(points, dims, dims + 3)
+    """UMAP (McInnes et al. 2018) to ``dims``; seeded and single-threaded, so every run gives the same numbers.
+
+    Equal vectors (a word at the same position at the embedding layer, every sentence's [CLS] query in
+    a low layer) are laid out once and share their point: with repeated rows umap-learn 0.5 gives a
+    different layout on each run, seed or not (measured). The first call in a process compiles
+    umap-learn's numba code (tens of seconds on 2 cores)."""
+    points = _check_points(points, dims, 2)
+    distinct, where = np.unique(points.astype(np.float32), axis=0, return_inverse=True)
+    if len(distinct) < dims + 3:
+        raise VizError(f"UMAP needs at least {dims + 3} different vectors; there are {len(distinct)}: add sentences.")
     import umap  # 3-20 s to import (numba): only when asked for
 
-    reducer = umap.UMAP(n_components=dims, n_neighbors=min(neighbours, len(points) - 1), min_dist=min_dist,
-                        random_state=seed, n_jobs=1, init="spectral" if len(points) > dims + 8 else "random")
-    return Projection(reducer.fit_transform(points.astype(np.float32)).astype(np.float32), "umap", None)
+    reducer = umap.UMAP(n_components=dims, n_neighbors=min(neighbours, len(distinct) - 1), min_dist=min_dist,
+                        random_state=seed, n_jobs=1, init="spectral" if len(distinct) > dims + 8 else "random")
+    return Projection(reducer.fit_transform(distinct)[where.ravel()].astype(np.float32), "umap", None)
 
 
 def project(points: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
