@@ -13,7 +13,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import or_stop
 from ui.state import get_model, selection
-from vizcore.embeddings.contexts import CONTEXT_SETS
+from vizcore.embeddings.contexts import CONTEXT_SETS, state_label
 from vizcore.embeddings.figures import common_words
 from vizcore.embeddings.projection import TokenPoints, spread
 from vizcore.embeddings.search import builtin_collection
@@ -166,6 +166,17 @@ def source_controls() -> Sentences:
     text = st.text_area("Your sentences, one per line", key=KEY_OWN, height=160)
     texts = tuple(line.strip() for line in text.splitlines() if line.strip())
     return Sentences(texts, None, f"your {len(texts)} sentences", {"source": source, "own": "\n".join(texts)})
+
+
+def state_slider(key: str, label: str, top: int) -> int:
+    """A slider over the hidden states, 0 (embeddings) to ``top``, starting at the last; a state the model
+    does not have (from a link, or a bigger model chosen before) is reported and the nearest shown."""
+    asked = int(st.session_state.get(key, top))
+    url_state.settle(key, top, 0, top)
+    if asked != st.session_state[key]:
+        st.warning(f"This model has no layer {asked} (0 = embeddings, then 1 to {top}); showing "
+                   f"{state_label(st.session_state[key])}.")
+    return int(st.select_slider(label, list(range(top + 1)), key=key, format_func=state_label))
 
 
 def highlight(key: str, points: TokenPoints, examples: bool) -> list[str]:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ui import embeddings as emb
 from ui import url_state
 from ui.feedback import CHART, or_none
 from ui.state import get_model, selection
@@ -88,8 +89,7 @@ def summary(result: WordInContexts) -> None:
 def heatmap(result: WordInContexts) -> int:
     """The cosines at one hidden state, chosen with a slider; returns that state."""
     top = result.num_states - 1
-    url_state.settle(KEY_STATE, top, 0, top)
-    state = st.select_slider("Cosines at", list(range(top + 1)), key=KEY_STATE, format_func=state_label)
+    state = emb.state_slider(KEY_STATE, "Cosines at", top)
     cos = result.cosines()
     labels = [f"{n}" + (f" {c.sense}" if c.sense else "") for n, c in enumerate(result.contexts, 1)]
     low = float(np.floor(cos.min() * 10) / 10)

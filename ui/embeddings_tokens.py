@@ -60,8 +60,7 @@ def show(loaded: LoadedModel) -> dict:
     sentences = emb.source_controls()
     texts, senses = sentences.texts, sentences.senses
     top = loaded.num_layers
-    url_state.settle(KEY_STATE, top, 0, top)
-    state = int(st.select_slider("Layer", list(range(top + 1)), key=KEY_STATE, format_func=state_label))
+    state = emb.state_slider(KEY_STATE, "Layer", top)
     method, dims = emb.projection_controls()
     st.session_state.setdefault(KEY_COLOUR, "word")
     left, right = st.columns([3, 1])

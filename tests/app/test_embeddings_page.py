@@ -245,6 +245,13 @@ def test_token_map_controls(new_app):
     assert link(at)["own"] == "One two three.\nFour five." and link(at)["map_layer"] == "0"
 
 
+@pytest.mark.parametrize("view, param", [("tokens", "map_layer"), ("contexts", "at")])
+def test_a_layer_the_model_lacks_is_reported(new_app, view, param):
+    at = open_page(new_app, view=view, **{param: "9"})
+    ok(at)
+    assert "This model has no layer 9 (0 = embeddings, then 1 to 6); showing layer 6." in [w.value for w in at.warning]
+
+
 def test_umap_gives_the_same_numbers_every_time(new_app):
     at = open_page(new_app, view="tokens", map_layer="0", method="umap", colour="sentence")
     ok(at)
