@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from vizcore.embeddings.vectors import cosine_matrix, sentence_config, sentence_vectors, similarity
+from vizcore.embeddings.vectors import cosine_matrix, sentence_vectors, similarity, st_max_length
 
 LONG = " ".join(["The river bank was muddy after the storm, so the children walked along the road to the old "
                  "bank in town, where their grandmother kept her savings and told stories about the floods."] * 12)
@@ -26,7 +26,7 @@ def st_model(minilm) -> SentenceTransformer:
 def test_the_long_text_is_longer_than_what_sentence_transformers_reads(minilm, st_model):
     folder = Path(minilm.model.name_or_path)
     configured = json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
-    assert sentence_config(minilm).max_seq_length == configured == st_model.max_seq_length
+    assert st_max_length(minilm) == configured == st_model.max_seq_length
     assert len(minilm.tokenizer(LONG)["input_ids"]) > configured
 
 

@@ -18,12 +18,14 @@ from vizcore.embeddings.vectors import (
     cosine_matrix,
     hidden_indices,
     parse_layer,
-    sentence_config,
+    sdpa_twin,
     sentence_vectors,
     similarity,
+    st_max_length,
 )
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
+from vizcore.model.run import hooks
 
 TEXTS = ["The cat sat on the mat.", "Hi", "A much longer sentence about rivers, banks and money in a town.",
          "Birds fly.", "Stock markets fell sharply today after the news about interest rates."]
@@ -87,14 +89,13 @@ def test_batch_size_does_not_change_the_vectors_and_progress_counts_texts(tiny):
     assert seen == [(2, 5), (4, 5), (5, 5)]
 
 
-def test_truncation_follows_sentence_bert_config(tiny_bert_dir, tmp_path):
+def test_truncation_follows_sentence_bert_config(tiny, tiny_bert_dir, tmp_path):
+    assert st_max_length(tiny) is None  # no sentence_bert_config.json: the model's maximum
     folder = tmp_path / "with-st-config"
     shutil.copytree(tiny_bert_dir, folder)
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 6}))
-    (folder / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Normalize"}]))
     loaded = load_model(str(folder), device="cpu")
-    config = sentence_config(loaded)
-    assert (config.max_seq_length, config.normalize) == (6, True)
+    assert st_max_length(loaded) == 6
     got = sentence_vectors(loaded, [TEXTS[2]])[0]
     np.testing.assert_allclose(got, reference(folder, TEXTS[2], "mean", -1, max_length=6), atol=1e-5)
     assert not np.allclose(got, reference(folder, TEXTS[2], "mean", -1), atol=1e-3)
@@ -126,8 +127,26 @@ def test_cosine_matrix_and_similarity_against_a_plain_formula(tiny):
 def test_models_without_segment_ids_or_a_pad_token(tiny_model_dir, kind):
     loaded = load_model(str(tiny_model_dir(kind)), device="cpu")
     vectors = sentence_vectors(loaded, TEXTS, batch_size=2)
-    alone = np.stack([sentence_vectors(loaded, [t])[0] for t in TEXTS])
+    alone = np.stack([sentence_vectors(loaded, [t], fast_attention=False)[0] for t in TEXTS])
     np.testing.assert_allclose(vectors, alone, atol=1e-5)
+
+
+def hook_count(model: torch.nn.Module) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def test_the_sdpa_twin_shares_the_weights_and_leaves_the_shared_model_alone(tiny_bert_dir):
+    loaded = load_model(str(tiny_bert_dir), device="cpu")  # a model of its own: its twin is made here
+    before = (loaded.model.config._attn_implementation, hook_count(loaded.model))
+    zero_layer_1 = (loaded.model.encoder.layer[0], "post", lambda module, inputs, output: (output[0] * 0,))
+    with hooks(loaded.model, [zero_layer_1]):  # another session's ablation, in place while the twin is made
+        fast = sentence_vectors(loaded, TEXTS, layer=1)
+    twin = sdpa_twin(loaded).model
+    assert twin is not loaded.model and twin.config._attn_implementation == "sdpa"
+    assert all(a is b for a, b in zip(loaded.model.parameters(), twin.parameters()))  # not copied
+    assert (loaded.model.config._attn_implementation, hook_count(loaded.model)) == before
+    assert hook_count(twin) == before[1] and sdpa_twin(loaded).model is twin  # made once
+    np.testing.assert_allclose(fast, sentence_vectors(loaded, TEXTS, layer=1, fast_attention=False), atol=1e-5)
 
 
 def test_parse_layer_is_one_based_with_fix_it_messages():

@@ -114,7 +114,7 @@ def _progress_printer(total: int):
 
 def _embed(args: argparse.Namespace) -> dict:
     from vizcore.embeddings.search import read_text_file
-    from vizcore.embeddings.vectors import sentence_vectors
+    from vizcore.embeddings.vectors import POOLING_NAMES, layer_label, sentence_vectors
     from vizcore.model.loading import load_model
 
     if not 1 <= args.batch_size <= MAX_BATCH:
@@ -123,8 +123,8 @@ def _embed(args: argparse.Namespace) -> dict:
     out = check_out_path(args.out, Path(args.input))
     loaded = load_model(args.model, device=args.device)
     layer, settings = _settings(loaded, args)
-    print(f"embedding {len(texts):,} texts from '{texts.source}' with {loaded.name} on {loaded.device}",
-          file=sys.stderr, flush=True)
+    print(f"embedding {len(texts):,} texts from '{texts.source}' with {loaded.name} on {loaded.device} "
+          f"({POOLING_NAMES[args.pooling]}, layer {layer_label(layer)})", file=sys.stderr, flush=True)
     start = time.perf_counter()
     vectors = sentence_vectors(loaded, texts.texts, args.pooling, layer, args.batch_size, args.max_length,
                                _progress_printer(len(texts)), normalize=not args.no_normalize)
