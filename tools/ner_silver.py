@@ -38,7 +38,7 @@ from pathlib import Path
 from tools import corpus
 from vizcore.errors import VizError
 from vizcore.finetune.entities import entity_scores
-from vizcore.finetune.tokens import HELDOUT_PATH, SILVER_PATH, read_conll_file
+from vizcore.finetune.tokens import HELDOUT_PATH, SILVER_PATH, join_words, read_conll_file
 
 SPACY_TO_CONLL = {
     "PERSON": "PER", "GPE": "LOC", "LOC": "LOC", "FAC": "LOC", "ORG": "ORG", "NORP": "MISC",
@@ -170,30 +170,12 @@ def tag_text(nlp, text: str, source: str) -> Tagged:
     return Tagged(tuple(w for w, _, _ in words), tuple(bio_tags(words, entity_spans(doc))), source)
 
 
-_NO_SPACE_BEFORE = {".", ",", "?", "!", ";", ":", "'s", ")", "'"}
-
-
-def detokenise(words: list[str]) -> tuple[str, list[tuple[str, int, int]]]:
-    """Text from pre-split words (no space before punctuation, inside quotes or brackets), with offsets."""
-    text, offsets, quote_open, previous = "", [], False, ""
-    for word in words:
-        space = bool(text) and word not in _NO_SPACE_BEFORE and previous != "(" \
-            and not (word == '"' and quote_open) and not (previous == '"' and quote_open)
-        if word == '"':
-            quote_open = not quote_open
-        text += " " if space else ""
-        offsets.append((word, len(text), len(text) + len(word)))
-        text += word
-        previous = word
-    return text, offsets
-
-
 def score_heldout(nlp, path: Path = HELDOUT_PATH) -> list:
     """spaCy's entity scores on the hand-checked file after the same mapping: the silver labels' ceiling."""
     gold = read_conll_file(path)
     predicted = []
     for i in range(len(gold)):
-        text, words = detokenise(list(gold.words[i]))
+        text, words = join_words(gold.words[i])
         predicted.append(bio_tags(words, entity_spans(nlp(text))))
     return entity_scores([gold.tag_strings(i) for i in range(len(gold))], predicted)
 
@@ -284,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     silver = read_conll_file(args.out)
     print(f"wrote {args.out}: {len(silver)} sentences, {silver.word_count()} words, entities "
-          f"{silver.entity_counts()}, {sum(t.has_entity for t in chosen)} with an entity "
+          f"{silver.counts()}, {sum(t.has_entity for t in chosen)} with an entity "
           f"({time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -17,12 +17,16 @@ from vizcore.finetune.tokens import (
     alignment_table,
     builtin_token_data,
     first_pieces,
+    header_comments,
+    join_words,
     load_token_data,
+    o_share,
     parse_conll,
     read_conll_bytes,
     read_conll_file,
     repair_bio,
     split_words,
+    tagged_text,
     uploaded_token_data,
 )
 
@@ -47,7 +51,7 @@ def test_tab_separated_sentences():
     assert data.words == (("Anna", "Kowalski", "visited", "Leeds", "."), ("The", "BBC", "said"))
     assert data.tag_names == ("O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER")
     assert data.tag_strings(0) == ["B-PER", "I-PER", "O", "B-LOC", "O"]
-    assert data.entity_counts() == {"LOC": 1, "ORG": 1, "PER": 1} and data.word_count() == 8
+    assert data.counts() == {"LOC": 1, "ORG": 1, "PER": 1} and data.word_count() == 8
 
 
 def test_conll2003_columns_docstart_and_iob1_are_read_and_repaired():
@@ -123,9 +127,9 @@ def test_upload_with_a_held_out_file_keeps_all_training_sentences():
 def test_builtin_data_silver_for_training_hand_checked_held_out():
     data = builtin_token_data()
     assert data.label_names == ("O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER")
-    assert len(data.test) == 131 and sum(data.test.entity_counts().values()) == 315
+    assert len(data.test) == 131 and sum(data.test.counts().values()) == 315
     assert 1500 <= len(data.train) <= 3000
-    assert all(count >= 300 for count in data.train.entity_counts().values())
+    assert all(count >= 300 for count in data.train.counts().values())
     with_entity = sum(any(t != 0 for t in tags) for tags in data.train.tags)
     assert 0.75 * len(data.train) <= with_entity < len(data.train)  # most, not all, have an entity
     held = {" ".join(words).lower() for words in data.test.words}
@@ -187,3 +191,19 @@ def test_split_words_as_the_held_out_file_has_them():
                                         ")", "."]
     assert all(text[start:end] == word for word, start, end in words)
     assert split_words("   ") == []
+
+
+def test_join_words_and_tagged_text_give_readable_text_with_offsets():
+    words = ["Dr.", "Ada", "Lovelace", "'s", "notes", "(", "1843", ")", "said", '"', "Hello", '"', "."]
+    text, offsets = join_words(words)
+    assert text == 'Dr. Ada Lovelace\'s notes (1843) said "Hello".'
+    assert all(text[start:end] == word for word, start, end in offsets)
+    text, spans = tagged_text(["Ada", "Lovelace", "met", "Babbage", "."], ["B-PER", "I-PER", "O", "B-PER", "O"])
+    assert [(text[a:b], kind) for a, b, kind in spans] == [("Ada Lovelace", "PER"), ("Babbage", "PER")]
+
+
+def test_the_silver_file_says_how_it_was_made_and_the_o_share():
+    header = header_comments()
+    assert header[0].startswith("SILVER LABELS") and "spaCy 3." in header[0] and "not checked by a person" in header[0]
+    data = read_conll_bytes(SIMPLE.encode())
+    assert o_share(data) == pytest.approx(4 / 8)

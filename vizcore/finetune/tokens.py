@@ -59,13 +59,18 @@ class TaggedSentences:
         return len(self.words)
 
     @property
+    def label_names(self) -> tuple[str, ...]:
+        """The tag names, by the name the training loop reads for every task."""
+        return self.tag_names
+
+    @property
     def types(self) -> tuple[str, ...]:
         return tuple(name[2:] for name in self.tag_names if name.startswith("B-"))
 
     def tag_strings(self, index: int) -> list[str]:
         return [self.tag_names[t] for t in self.tags[index]]
 
-    def entity_counts(self) -> dict[str, int]:
+    def counts(self) -> dict[str, int]:
         """Entities per type, in ``types`` order."""
         counts = dict.fromkeys(self.types, 0)
         for i in range(len(self)):
@@ -205,6 +210,17 @@ def read_conll_file(path: str | Path, tag_names: tuple[str, ...] | None = None) 
     return read_conll_bytes(path.read_bytes(), path.name, tag_names)
 
 
+def header_comments(path: str | Path = SILVER_PATH) -> list[str]:
+    """The ``# `` comment lines at the top of a CoNLL file, without the ``# `` (the silver file says
+    there how its labels were made)."""
+    lines = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("# "):
+            break
+        lines.append(line[2:])
+    return lines
+
+
 def builtin_token_data() -> TaggedData:
     """Silver training sentences (spaCy's labels) and the hand-checked held-out sentences."""
     train = read_conll_file(SILVER_PATH)
@@ -273,9 +289,10 @@ def first_pieces(word_ids: Sequence[int | None], num_words: int) -> list[int | N
 
 
 def encode_words(tokenizer, words: Sequence[str], max_length: int):
-    """One pre-split sentence through a fast tokenizer (a ``BatchEncoding`` with ``word_ids()``)."""
-    return tokenizer(list(words), is_split_into_words=True, truncation=True, max_length=max_length,
-                     verbose=False)
+    """One pre-split sentence through a fast tokenizer (a ``BatchEncoding`` with ``word_ids()``), cut at
+    ``max_length`` pieces or at the most the tokenizer's model reads, when that is less."""
+    return tokenizer(list(words), is_split_into_words=True, truncation=True,
+                     max_length=min(max_length, tokenizer.model_max_length), verbose=False)
 
 
 def alignment_table(tokenizer, words: Sequence[str], tags: Sequence[str], tag_names: Sequence[str],
@@ -291,7 +308,38 @@ def alignment_table(tokenizer, words: Sequence[str], tags: Sequence[str], tag_na
         for position, (piece, word, label) in enumerate(zip(encoding.tokens(), word_ids, labels))])
 
 
-# --- words of a typed text ----------------------------------------------------------------------------
+def tagged_text(words: Sequence[str], tags: Sequence[str]) -> tuple[str, list[tuple[int, int, str]]]:
+    """A tagged sentence as readable text and its entities as (start, end, type) character spans."""
+    text, offsets = join_words(words)
+    return text, [(offsets[s.start][1], offsets[s.end - 1][2], s.kind) for s in bio_entities(tags)]
+
+
+def o_share(data: TaggedSentences) -> float:
+    """The share of words tagged O: the word accuracy of a model that tags everything O."""
+    words = data.word_count()
+    return sum(t == 0 for tags in data.tags for t in tags) / words if words else float("nan")
+
+
+# --- words and text -------------------------------------------------------------------------------------
+
+_NO_SPACE_BEFORE = {".", ",", "?", "!", ";", ":", "'s", "’s", ")", "'"}
+
+
+def join_words(words: Sequence[str]) -> tuple[str, list[tuple[str, int, int]]]:
+    """Readable text from pre-split words (no space before punctuation or ``'s``, inside brackets or
+    quotes) and each word's (word, start, end) character offsets in it."""
+    text, offsets, quote_open, previous = "", [], False, ""
+    for word in words:
+        space = bool(text) and word not in _NO_SPACE_BEFORE and previous != "(" \
+            and not (word == '"' and quote_open) and not (previous == '"' and quote_open)
+        if word == '"':
+            quote_open = not quote_open
+        text += " " if space else ""
+        offsets.append((word, len(text), len(text) + len(word)))
+        text += word
+        previous = word
+    return text, offsets
+
 
 _ABBREVIATIONS = {"Mr", "Mrs", "Ms", "Dr", "St", "Prof", "Jr", "Sr", "Mt", "Gen", "Sen", "Gov", "Rev", "Capt"}
 _PIECE = re.compile(r"(?:[A-Za-z]\.){2,}|\w+(?:[-'’]\w+)*|[^\w\s]")
