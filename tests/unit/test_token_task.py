@@ -59,7 +59,7 @@ def test_registered_with_its_defaults():
     task = get_task("token")
     assert task is TOKEN and isinstance(task, TokenTask) and task.metric == "entity_f1"
     config = task_config(task)
-    assert config.max_length == 128 and config.epochs == 3
+    assert config.max_length == 128 and config.epochs == 5
 
 
 def test_features_label_first_pieces_and_the_batch_pads_with_minus_100(tiny):

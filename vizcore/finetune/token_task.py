@@ -158,7 +158,9 @@ class TokenTask(Task):
     metric_label = "entity F1"
     batch_label = "accuracy of the labelled pieces"
     # The silver sentences are 29 pieces long on average, 77 at most (embedded tokenizer): 128 cuts none.
-    defaults = {"max_length": 128, "epochs": 3}
+    # Full fine-tuning of the embedded MiniLM at lr 5e-5, batch 16: held-out entity F1 0.777 after 3 epochs,
+    # 0.797 after 4, 0.816 after 5 (spaCy's own score there, the silver labels' ceiling): 5 reaches the goal.
+    defaults = {"max_length": 128, "epochs": 5}
 
     def load_data(self, train: str, eval_path: str | None, seed: int, columns: dict[str, str | None]) -> Any:
         return load_token_data(train, eval_path)
