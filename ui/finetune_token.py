@@ -56,9 +56,9 @@ def data_section() -> TaggedData | None:
     source = st.radio("Data", [BUILTIN, UPLOAD], horizontal=True, key=KEY + "source")
     if source == BUILTIN:
         data = get_builtin_token_data()
-        st.info("**The training labels are silver, not gold:** every tag of the training sentences was made "
-                "by a program, spaCy's small English pipeline, and no person checked them. The held-out "
-                "sentences were written and tagged by hand for this project. " + " ".join(header_comments()[1:]))
+        made, *how = header_comments()  # the silver file says how its tags were made
+        st.info(f"**The training labels are silver, not gold:** {made.removeprefix('SILVER LABELS: ')} The held-out "
+                "sentences were written and tagged by hand for this project. " + " ".join(how))
     else:
         data = _uploaded()
         if data is None:
@@ -125,10 +125,10 @@ def _predictions(result: FinetuneResult, data: TaggedData) -> list[list[str]]:
 def _scores(result: FinetuneResult, data: TaggedData, predicted: list[list[str]]) -> None:
     st.subheader("Entities found in the held-out sentences")
     scores = entity_scores([data.test.tag_strings(i) for i in range(len(data.test))], predicted)
+    st.dataframe(scores_table(scores), hide_index=True, key=KEY + "scores", column_config={
+        name: st.column_config.NumberColumn(name, format="%.3f") for name in ("precision", "recall", "F1")})
     left, right = st.columns([3, 2])
     left.plotly_chart(type_scores_chart(scores), key=KEY + "scores_chart", config=CHART)
-    right.dataframe(scores_table(scores), hide_index=True, key=KEY + "scores", column_config={
-        name: st.column_config.NumberColumn(name, format="%.3f") for name in ("precision", "recall", "F1")})
     first = result.history.evals[0]
     right.caption(
         "An entity counts as found only when its words and its type are both exactly right. Precision: the share "

@@ -153,7 +153,7 @@ class TokenTask(Task):
     sentences, or a CoNLL upload."""
 
     name = "token"
-    title = "Token classification (NER)"
+    title = "Token classification (named entities)"
     metric = "entity_f1"
     metric_label = "entity F1"
     batch_label = "accuracy of the labelled pieces"
