@@ -96,9 +96,8 @@ class ClassificationUI:
         left, right = st.columns([2, 3])
         left.plotly_chart(confusion_heatmap(evaluation.confusion, evaluation.label_names),
                           key=self.prefix + "confusion", config=CHART)
-        left.caption(f"Held-out accuracy {evaluation.accuracy:.1%}, macro-F1 "
-                     f"{result.scores.get('macro_f1', float('nan')):.3f} (the mean of the classes' F1: a "
-                     "small class counts as much as a large one).")
+        left.caption("Macro-F1 (above) is the mean of the classes' F1 scores: a small class counts as much as a "
+                     "large one, so it drops when a model ignores a class that accuracy hardly notices.")
         with right:
             self._try(result)
         if self.kind == "pair":

@@ -140,13 +140,18 @@ def results_section(uis: dict[str, object]) -> None:
     result, task = job.result, job.task
     st.header("Results")
     first, last = result.history.evals[0]["score"], result.final_score
-    columns = st.columns(4)
-    columns[0].metric(f"Held-out {task.metric_label}", f"{last:.1%}", f"{last - first:+.1%} vs before")
-    columns[1].metric("Held-out examples", len(job.data.test))
-    columns[2].metric("Steps", f"{result.steps_done}/{result.total_steps}")
-    columns[3].metric("Trained weights", f"{result.trainable_parameters:,}",
-                      help=f"{result.trainable_parameters / result.total_parameters:.3%} of the model's "
-                           f"{result.total_parameters:,} weights")
+    extras = [(label, result.history.evals[0].get(key), result.scores.get(key))
+              for key, label in task.extra_metrics.items()]
+    columns = iter(st.columns(4 + len(extras)))
+    next(columns).metric(f"Held-out {task.metric_label}", f"{last:.1%}", f"{last - first:+.1%} vs before")
+    for label, before, after in extras:
+        delta = f"{after - before:+.3f} vs before" if before is not None and after is not None else None
+        next(columns).metric(f"Held-out {label}", "–" if after is None else f"{after:.3f}", delta)
+    next(columns).metric("Held-out examples", len(job.data.test))
+    next(columns).metric("Steps", f"{result.steps_done}/{result.total_steps}")
+    next(columns).metric("Trained weights", f"{result.trainable_parameters:,}",
+                         help=f"{result.trainable_parameters / result.total_parameters:.3%} of the model's "
+                              f"{result.total_parameters:,} weights")
     st.caption(f"Before training (step 0), with its new untrained head: {first:.1%}. "
                f"Training took {result.seconds:.0f} s.")
     uis[task.name].results_section(result, job.data)

@@ -65,7 +65,8 @@ def test_head_only_run_shows_accuracy_confusion_examples_and_no_head_change(app)
     assert app.metric[0].label == "Held-out accuracy" and app.metric[0].value == f"{accuracy:.1%}"
     confusion = decode_plotly(chart(app, "Confusion matrix")["data"][0]["z"])
     assert confusion.sum() == 88 and np.trace(confusion) / 88 == pytest.approx(accuracy)
-    assert app.metric[2].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
+    assert app.metric[1].label == "Held-out macro-F1" and app.metric[1].value == f"{result.scores['macro_f1']:.3f}"
+    assert app.metric[3].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
     table = app.dataframe[0].value
     assert len(table) == 88 and list(table.columns) == ["text", "label", "prediction", "confidence", "correct"]
     assert (table["correct"] == "✓").sum() == round(accuracy * 88)
@@ -115,7 +116,7 @@ def test_stop_keeps_the_partial_model(app):
     app.run()
     assert job.status == "stopped" and job.result.steps_done < job.result.total_steps
     assert any("Stopped" in w.value for w in app.warning)
-    assert app.metric[2].value == f"{job.result.steps_done}/{job.result.total_steps}"
+    assert app.metric[3].value == f"{job.result.steps_done}/{job.result.total_steps}"
 
 
 def test_upload_choice_asks_for_a_file(app):
@@ -203,9 +204,10 @@ def test_the_pair_task_trains_on_the_builtin_pairs_and_shows_the_segments(app):
     assert not app.exception and not app.error
     assert any("**384 training** (contradiction 128, entailment 128, neutral 128) and **96 held-out**" in m.value
                for m in app.markdown)
-    assert app.number_input(key="finetune.pair.max_length").value == 128  # the pair task's own default
+    assert app.number_input(key="finetune.pair.max_length").value == 128  # the pair task's own defaults
+    assert app.number_input(key="finetune.pair.epochs").value == 10
     app.radio(key="finetune.pooling").set_value("cls").run()
-    app.number_input(key="finetune.epochs").set_value(1).run()
+    app.number_input(key="finetune.pair.epochs").set_value(1).run()
     job, app = train(app)
     assert not app.exception and job.status == "done" and job.task.name == "pair"
     assert job.config.pooling == "cls" and job.result.model.pooling == "cls"

@@ -92,7 +92,9 @@ def test_an_uploaded_pair_csv_without_split_holds_out_whole_premises():
 def test_task_defaults_fill_what_is_not_set():
     assert task_config(PAIR).max_length == 128 and task_config(SENTENCE).max_length == 64
     assert task_config(PAIR, max_length=40, epochs=None).max_length == 40
-    assert task_config(PAIR, epochs=None).epochs == FinetuneConfig().epochs
+    assert task_config(PAIR, epochs=None).epochs == 10 and task_config(SENTENCE).epochs == FinetuneConfig().epochs
+    assert task_config(PAIR).learning_rate == 1e-4 and task_config(PAIR, mode="head").learning_rate == 2e-3
+    assert task_config(PAIR, lr=3e-5).learning_rate == 3e-5
     assert get_task("pair") is PAIR
     with pytest.raises(VizError, match="Unknown task 'tagging'"):
         get_task("tagging")

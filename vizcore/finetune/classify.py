@@ -96,6 +96,7 @@ class ClassificationTask(Task):
 
     metric = "accuracy"
     metric_label = "accuracy"
+    extra_metrics = {"macro_f1": "macro-F1"}
 
     columns: dict[str, str | None] = {}  # the CLI's default columns
 
@@ -138,7 +139,10 @@ class SentenceTask(ClassificationTask):
 class PairTask(ClassificationTask):
     name = "pair"
     title = "Sentence-pair classification"
-    defaults = {"max_length": 128}
+    # Measured on the built-in pairs (docs/FINETUNE.md): 3 epochs at 5e-5 reach 47 % held-out accuracy,
+    # 10 epochs at 5e-5 53 %, 10 epochs at 1e-4 60 % (about 4 minutes on 2 cores).
+    defaults = {"max_length": 128, "epochs": 10}
+    learning_rates = {"full": 1e-4}
     columns = {"text": "premise", "second": "hypothesis", "label": "label"}
 
 
