@@ -285,10 +285,10 @@ def _csv_rows(text: str, name: str) -> list[_Row]:
                        "A QA CSV needs the columns context, question and answer.")
     rows, passages = [], {}
     for line, record in enumerate(records, start=2):  # line 1 is the header
-        record = {str(k).strip().lower(): v for k, v in record.items() if k is not None}
-        if None in record.values() or any(k is None for k in record):
+        if None in record or None in record.values():  # DictReader's marks for extra and missing fields
             raise VizError(f"'{name}' row {line} has a different number of fields than the header: put "
                            "texts that contain commas in double quotes.")
+        record = {str(k).strip().lower(): v for k, v in record.items()}
         context, question, answer = (record[c] for c in CSV_COLUMNS)
         if not (context.strip() or question.strip() or answer.strip()):
             continue
