@@ -73,10 +73,11 @@ def encode_features(tokenizer, examples: Sequence[QAExample], max_length: int,
     if not getattr(tokenizer, "is_fast", False):
         raise VizError("Question answering needs a 'fast' tokenizer (it maps tokens back to characters); "
                        "this model's tokenizer is not one. Choose another model.")
-    _check_questions(tokenizer, examples, max_length)
+    room = _passage_room(tokenizer, examples, max_length)
     if not examples:
         return []
     windows = stride is not None
+    stride = min(stride, room // 2) if windows else None  # the tokenizer needs stride < the passage's room
     encoded = tokenizer([e.question for e in examples], [e.context for e in examples], truncation="only_second",
                         max_length=max_length, stride=stride or 0, return_overflowing_tokens=windows,
                         return_offsets_mapping=True, verbose=False)
@@ -98,18 +99,21 @@ def _feature(encoded, row: int, owner: int, example: QAExample) -> QAFeature:
     return QAFeature(owner, tuple(encoded["input_ids"][row]), segments, offsets, passage, start, end)
 
 
-def _check_questions(tokenizer, examples: Sequence[QAExample], max_length: int) -> None:
-    """The question is never truncated: it must leave room for ``MIN_PASSAGE_TOKENS`` of passage."""
+def _passage_room(tokenizer, examples: Sequence[QAExample], max_length: int) -> int:
+    """Tokens left for the passage beside the longest question, which is never truncated: VizError when
+    fewer than ``MIN_PASSAGE_TOKENS``."""
     if not examples:
-        return
+        return max_length
     lengths = [len(ids) for ids in tokenizer([e.question for e in examples], add_special_tokens=False,
                                              verbose=False)["input_ids"]]
-    room = max_length - tokenizer.num_special_tokens_to_add(pair=True) - MIN_PASSAGE_TOKENS
     longest = int(np.argmax(lengths))
-    if lengths[longest] > room:
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=True) - lengths[longest]
+    if room < MIN_PASSAGE_TOKENS:
+        fit = max(room + lengths[longest] - MIN_PASSAGE_TOKENS, 0)
         raise VizError(f"The question {examples[longest].question[:60]!r} has {lengths[longest]} tokens; with a "
-                       f"maximum length of {max_length} at most {max(room, 0)} fit (the passage needs room too). "
+                       f"maximum length of {max_length} at most {fit} fit (the passage needs room too). "
                        "Shorten the question or raise the maximum length.")
+    return room
 
 
 # ---- decoding ---------------------------------------------------------------------------------------
