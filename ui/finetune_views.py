@@ -1,49 +1,80 @@
-"""The Fine-tuning lab's live panel and results: drawn from the session's job, polled while it runs."""
+"""The Fine-tuning lab's task tab: which task, its data, the shared settings, Train/Stop, the live panel
+and the results of this session's job (polled while it runs).
+
+Each task's own data and results live in one module (``TASK_UI``): ui/finetune_classify.py (sentence,
+pair), ui/finetune_token.py, ui/finetune_qa.py; what every task shares (curves, the headline figures,
+which attention heads changed) is here.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import streamlit as st
 
 from ui import jobs
 from ui.feedback import CHART
+from ui.finetune_classify import PAIR_UI, SENTENCE_UI
 from ui.state import selection
 from ui.training import (
     KEY_ANALYSIS,
     KEY_JOB,
     current_job,
-    data_section,
-    mistakes_first,
     model_or_error,
-    plain,
     progress_text,
     settings_section,
     start_job,
     stop_job,
 )
 from vizcore.attention.extract import extract_attention
-from vizcore.errors import VizError
-from vizcore.finetune.analysis import attention_change, embedding_map, evaluate, finetuned_model, predict_sentence
-from vizcore.finetune.figures import confusion_heatmap, head_change_heatmap, pca_scatter, training_curves
+from vizcore.finetune.analysis import attention_change, finetuned_model
+from vizcore.finetune.figures import head_change_heatmap, training_curves
+from vizcore.finetune.tasks import get_task, task_names
 from vizcore.finetune.training import MODE_LABELS, TrainingJob
 from vizcore.plot import attention_heatmap
 
 METRICS = {"js": "Jensen-Shannon divergence (bits)", "abs": "mean absolute difference"}
+KEY_TASK = "finetune.task"
+TASK_HELP = {
+    "sentence": "one label per sentence (sentiment)",
+    "pair": "one label per pair of sentences (entailment / neutral / contradiction)",
+    "token": "a tag per word (named entities: people, places, organisations)",
+    "qa": "the answer's span in a passage (extractive question answering)",
+}
+
+
+def task_ui() -> dict[str, object]:
+    """Task name -> its UI (``data_section()``, ``results_section(result, data)``, optionally
+    ``attention_inputs(data) -> (texts, pairs or None)``), for the tasks this install has."""
+    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI}
+    for name in ("token", "qa"):
+        try:
+            found[name] = importlib.import_module(f"ui.finetune_{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"ui.finetune_{name}":
+                raise
+    get_task("sentence")  # imports every task module
+    return {name: found[name] for name in task_names() if name in found}
 
 
 def finetune_tab() -> None:
-    """Data, settings, Train/Stop, then the live panel and the results of this session's job."""
+    """Task, data, settings, Train/Stop, then the live panel and the results of this session's job."""
     sel = selection()
     loaded = model_or_error(sel.model, sel.device)
     if loaded is None:
         return
-    data = data_section()
-    config = settings_section(loaded.num_layers)
+    uis = task_ui()
+    name = st.radio("Task", list(uis), format_func=lambda n: get_task(n).title, horizontal=True, key=KEY_TASK,
+                    captions=[TASK_HELP.get(n, "") for n in uis])
+    task = get_task(name)
+    data = uis[name].data_section()
+    config = settings_section(loaded.num_layers, task)
     job = current_job()
     busy = jobs.active(job)
     left, right, note = st.columns([1, 1, 5], vertical_alignment="center")
     if left.button("Train", type="primary", key="finetune.train", disabled=busy or data is None,
-                   help=f"Train a copy of {loaded.name} on this data with these settings"):
-        start_job(loaded, data, config)
+                   help=f"Train a copy of {loaded.name} for {task.title.lower()} on this data with these settings"):
+        start_job(loaded, data, config, task)
         job = current_job()
         busy = jobs.active(job)
     right.button("Stop", key="finetune.stop", disabled=not busy, on_click=stop_job,
@@ -54,7 +85,7 @@ def finetune_tab() -> None:
                  "user share one line, and a run ends when its tab is closed.")
     if job is not None:
         live_panel()
-        results_section()
+        results_section(uis)
 
 
 def live_panel() -> None:
@@ -65,7 +96,7 @@ def live_panel() -> None:
 def _draw_live(job: TrainingJob) -> None:
     config = job.config
     last_n = f", N = {config.last_n}" if config.mode == "last_n" else ""
-    st.subheader(f"Training: {MODE_LABELS[config.mode]}{last_n}")
+    st.subheader(f"Training {job.task.title.lower()}: {MODE_LABELS[config.mode]}{last_n}")
     fraction, text = progress_text(job)
     st.progress(min(1.0, fraction), text=text)
     if job.status == "error":
@@ -76,83 +107,55 @@ def _draw_live(job: TrainingJob) -> None:
     if progress is not None:
         st.altair_chart(training_curves(history, progress.total_steps), width="stretch", key="finetune.curves")
     st.caption(f"Learning rate {config.learning_rate:g}, {config.epochs} epoch(s), batch size {config.batch_size}, "
-               f"max length {config.max_length}, seed {config.seed}; held-out accuracy is measured before "
-               "training (step 0) and after every epoch.")
+               f"max length {config.max_length}, seed {config.seed}; the held-out {job.task.metric_label} is "
+               "measured before training (step 0) and after every epoch.")
 
 
-def _analysis(job: TrainingJob) -> dict:
-    """Everything the results show, computed once per finished job and kept in this session."""
+def _after(job: TrainingJob):
+    """The fine-tuned encoder and how each head's attention changed, once per finished job."""
     cached = st.session_state.get(KEY_ANALYSIS)
     if cached is not None and cached["job"] is job:
         return cached
-    result, test = job.result, job.data.test
-    after = finetuned_model(job.loaded, result)
-    with st.spinner("Measuring what changed: predictions, attention of every head, sentence vectors…"):
-        analysis = {
-            "job": job,
-            "after": after,
-            "evaluation": evaluate(result, test),
-            "change": attention_change(job.loaded, after, test.texts),
-            "map": embedding_map(job.loaded, after, test, result.config.pooling, result.config.max_length),
-        }
+    texts, pairs = _attention_inputs(job)
+    after = finetuned_model(job.loaded, job.result)
+    with st.spinner("Measuring how the attention of every head changed…"):
+        analysis = {"job": job, "after": after, "texts": texts, "pairs": pairs,
+                    "change": attention_change(job.loaded, after, texts, pairs=pairs)}
     st.session_state[KEY_ANALYSIS] = analysis
     return analysis
 
 
-def results_section() -> None:
+def _attention_inputs(job: TrainingJob) -> tuple[list[str], list[str] | None]:
+    ui = task_ui().get(job.task.name)
+    if hasattr(ui, "attention_inputs"):
+        return ui.attention_inputs(job.data)
+    test = job.data.test
+    return list(test.texts), None if getattr(test, "second", None) is None else list(test.second)
+
+
+def results_section(uis: dict[str, object]) -> None:
     job = current_job()
     if job is None or not job.finished or job.result is None:
         return
-    result = job.result
-    analysis = _analysis(job)
-    evaluation = analysis["evaluation"]
+    result, task = job.result, job.task
     st.header("Results")
-    first = result.history.evals[0]["accuracy"]
-    columns = st.columns(4)
-    columns[0].metric("Held-out accuracy", f"{evaluation.accuracy:.1%}",
-                      f"{evaluation.accuracy - first:+.1%} vs before")
-    columns[1].metric("Held-out examples", len(evaluation.labels))
-    columns[2].metric("Steps", f"{result.steps_done}/{result.total_steps}")
-    columns[3].metric("Trained weights", f"{result.trainable_parameters:,}",
-                      help=f"{result.trainable_parameters / result.total_parameters:.3%} of the classifier's "
-                           f"{result.total_parameters:,} weights")
-    st.caption(f"Before training (step 0), the new head guessed at random: {first:.1%}. "
+    first, last = result.history.evals[0]["score"], result.final_score
+    extras = [(label, result.history.evals[0].get(key), result.scores.get(key))
+              for key, label in task.extra_metrics.items()]
+    columns = iter(st.columns(4 + len(extras)))
+    next(columns).metric(f"Held-out {task.metric_label}", f"{last:.1%}", f"{last - first:+.1%} vs before")
+    for label, before, after in extras:
+        delta = f"{after - before:+.3f} vs before" if before is not None and after is not None else None
+        next(columns).metric(f"Held-out {label}", "–" if after is None else f"{after:.3f}", delta)
+    next(columns).metric("Held-out examples", len(job.data.test))
+    next(columns).metric("Steps", f"{result.steps_done}/{result.total_steps}")
+    next(columns).metric("Trained weights", f"{result.trainable_parameters:,}",
+                         help=f"{result.trainable_parameters / result.total_parameters:.3%} of the model's "
+                              f"{result.total_parameters:,} weights")
+    st.caption(f"Before training (step 0), with its new untrained head: {first:.1%}. "
                f"Training took {result.seconds:.0f} s.")
-    left, right = st.columns([2, 3])
-    left.plotly_chart(confusion_heatmap(evaluation.confusion, evaluation.label_names), key="finetune.confusion",
-                      config=CHART)
-    with right:
-        _try_sentence(result)
-    _examples_table(evaluation)
-    _attention_changes(job, analysis)
-    _embeddings(job, analysis)
-
-
-def _try_sentence(result) -> None:
-    st.subheader("Try your own sentence")
-    text = st.text_input("Sentence", "The staff were friendly, but the food was cold.", key="finetune.try")
-    try:
-        probabilities = predict_sentence(result, text)
-    except VizError as error:
-        st.warning(str(error))
-        return
-    best = max(probabilities, key=probabilities.get)
-    st.markdown(f"Prediction: **{plain(best)}** ({probabilities[best]:.1%})")
-    for name, value in sorted(probabilities.items(), key=lambda item: -item[1]):
-        st.progress(value, text=f"{name}: {value:.1%}")
-
-
-def _examples_table(evaluation) -> None:
-    st.subheader("Every held-out example")
-    table = mistakes_first(evaluation.records())
-    only_wrong = st.checkbox(f"Only the {int((table['correct'] == '✗').sum())} mistakes", key="finetune.only_wrong")
-    if only_wrong:
-        table = table[table["correct"] == "✗"]
-    st.dataframe(table, hide_index=True, width="stretch", key="finetune.examples", column_config={
-        "text": st.column_config.TextColumn("text", width="large"),
-        "confidence": st.column_config.ProgressColumn("confidence", min_value=0.0, max_value=1.0, format="percent"),
-        "correct": st.column_config.TextColumn("correct", width="small"),
-    })
+    uis[task.name].results_section(result, job.data)
+    _attention_changes(job, _after(job))
 
 
 def _attention_changes(job: TrainingJob, analysis: dict) -> None:
@@ -163,12 +166,12 @@ def _attention_changes(job: TrainingJob, analysis: dict) -> None:
     values = change.js if metric == "js" else change.mean_abs_diff
     st.plotly_chart(head_change_heatmap(values, "JS (bits)" if metric == "js" else "mean |Δ|",
                                         f"Change of each head's attention, mean over {change.sentences} held-out "
-                                        "sentences"), key="finetune.change", config=CHART)
-    st.caption("For each sentence and head, the attention row of every query token before and after is compared "
+                                        "examples"), key="finetune.change", config=CHART)
+    st.caption("For each example and head, the attention row of every query token before and after is compared "
                "(Jensen-Shannon divergence: 0 = the same distribution, 1 = no overlap), then averaged. "
                "Head-only training leaves every head unchanged, which this map shows as all zeros.")
     if float(values.max()) == 0.0:
-        st.info("No head changed: with a frozen encoder only the classifier head learns, so every attention "
+        st.info("No head changed: with a frozen encoder only the task's head learns, so every attention "
                 "weight is exactly what it was. Train the last N layers or the full model to see heads move.")
         return
     top = change.top_heads(3, "js" if metric == "js" else "abs")
@@ -176,25 +179,16 @@ def _attention_changes(job: TrainingJob, analysis: dict) -> None:
     left, right = st.columns(2)
     choice = left.radio("Most-changed heads", range(len(top)), format_func=lambda i: labels[i], horizontal=True,
                         key="finetune.top_head")
-    texts = list(job.data.test.texts)
-    text = right.selectbox("Sentence", texts, key="finetune.sentence")
+    texts, pairs = analysis["texts"], analysis["pairs"]
+    shown = texts if pairs is None else [f"{a} | {b}" for a, b in zip(texts, pairs)]
+    index = right.selectbox("Example", range(len(shown)), format_func=lambda i: shown[i][:120],
+                            key="finetune.sentence")
     layer, head, _ = top[choice]
-    before = extract_attention(job.loaded, text)
-    after = extract_attention(analysis["after"], text)
+    pair = None if pairs is None else pairs[index]
+    before = extract_attention(job.loaded, texts[index], pair)
+    after = extract_attention(analysis["after"], texts[index], pair)
     columns = st.columns(2)
     for column, result, when in ((columns[0], before, "before"), (columns[1], after, "after")):
         column.plotly_chart(attention_heatmap(result.attention[layer, head], result.tokens,
                                               title=f"{when} fine-tuning · layer {layer + 1}, head {head + 1}"),
                             key=f"finetune.head_{when}", config=CHART)
-
-
-def _embeddings(job: TrainingJob, analysis: dict) -> None:
-    emap = analysis["map"]
-    test = job.data.test
-    st.subheader("Where the held-out sentences sit")
-    st.plotly_chart(pca_scatter(emap.before, emap.after, test.labels, test.label_names, test.texts,
-                                (emap.explained_before, emap.explained_after)), key="finetune.pca", config=CHART)
-    st.caption(f"Each dot is a held-out sentence's pooled vector (the classifier's input), projected on its "
-               f"first two principal components. Class separation (between-class over within-class spread "
-               f"in the full space): {emap.separation_before:.2f} before, {emap.separation_after:.2f} after.")
-

@@ -9,6 +9,7 @@ others wait in line, seeing their place.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,24 +17,19 @@ import streamlit as st
 
 from ui import jobs
 from vizcore.errors import VizError
-from vizcore.finetune.datasets import (
-    MAX_BYTES,
-    MAX_ROWS,
-    TrainTestData,
-    builtin_data,
-    frame_to_train_test,
-    read_csv_bytes,
-)
-from vizcore.finetune.training import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob
+from vizcore.finetune.classify import POOLING_LABELS, POOLINGS
+from vizcore.finetune.datasets import TrainTestData, builtin_data, read_csv_bytes
+from vizcore.finetune.tasks import Task
+from vizcore.finetune.training import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob, task_config
 from vizcore.model.loading import LoadedModel
 
 KEY_JOB = "finetune.job"
 KEY_ANALYSIS = "finetune.analysis"
 
 
-@st.cache_data(show_spinner=False, max_entries=1)
-def get_builtin_data() -> TrainTestData:
-    return builtin_data()
+@st.cache_data(show_spinner=False, max_entries=2)
+def get_builtin_data(kind: str = "sentence") -> TrainTestData:
+    return builtin_data(kind)
 
 
 @st.cache_data(show_spinner="Reading the CSV…", max_entries=4)
@@ -46,76 +42,35 @@ def plain(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))
 
 
-def data_section() -> TrainTestData | None:
-    """Built-in set or an uploaded CSV with chosen columns; shows counts. None (with a message) if unusable."""
-    source = st.radio("Data", ["Built-in sentiment set", "Upload a CSV"], horizontal=True, key="finetune.source")
-    if source == "Built-in sentiment set":
-        data = get_builtin_data()
-        st.caption("436 short English sentences written for this project (food, films, travel, products, "
-                   "weather, service, work), labelled negative/positive, with a fixed held-out split.")
-    else:
-        data = _uploaded_data()
-        if data is None:
-            return None
-    counts = ", ".join(f"{plain(name)} {n}" for name, n in data.train.counts().items())
-    st.markdown(f"**{len(data.train)} training** ({counts}) and **{len(data.test)} held-out** examples; "
-                f"held out by {data.split_note}.")
-    if data.train.dropped_empty:
-        st.warning(f"{data.train.dropped_empty} row(s) with an empty text or label were skipped.")
-    return data
+def _key(task: Task, name: str) -> str:
+    """Settings a task sets otherwise (``task.defaults``) keep a value per task; the rest is shared."""
+    return f"finetune.{task.name}.{name}" if name in task.defaults else f"finetune.{name}"
 
 
-def _uploaded_data() -> TrainTestData | None:
-    upload = st.file_uploader(
-        f"CSV with a header row (UTF-8, at most {MAX_BYTES // 1_000_000} MB and {MAX_ROWS:,} rows); a column "
-        "'split' with train/test values sets the held-out set, otherwise 20 % of each label is held out",
-        type=["csv"], key="finetune.upload")
-    if upload is None:
-        st.info("Upload a CSV to continue, or pick the built-in set.")
-        return None
-    try:
-        frame = get_csv_frame(upload.getvalue(), upload.name)
-    except VizError as error:
-        st.error(str(error))
-        return None
-    columns = list(frame.columns)
-    left, right = st.columns(2)
-    text_column = left.selectbox("Text column", columns, index=_guess(columns, ("text", "sentence", "review")),
-                                 key="finetune.text_column")
-    label_column = right.selectbox("Label column", columns,
-                                   index=_guess(columns, ("label", "sentiment", "class", "target"), fallback=1),
-                                   key="finetune.label_column")
-    try:
-        return frame_to_train_test(frame, text_column, label_column, upload.name)
-    except VizError as error:
-        st.error(str(error))
-        return None
-
-
-def _guess(columns: list[str], names: tuple[str, ...], fallback: int = 0) -> int:
-    lowered = [c.lower() for c in columns]
-    for name in names:
-        if name in lowered:
-            return lowered.index(name)
-    return min(fallback, len(columns) - 1)
-
-
-def settings_section(num_layers: int) -> FinetuneConfig:
+def settings_section(num_layers: int, task: Task) -> FinetuneConfig:
+    defaults = task_config(task)
     mode = st.radio("What to train", MODES, format_func=MODE_LABELS.get, horizontal=True, key="finetune.mode",
-                    help="Head only: the encoder is frozen and only a linear layer on the sentence vector "
-                         "learns. Full: every weight moves (the usual recipe, learning rate 2e-5 to 5e-5).")
+                    help="Head only: the encoder is frozen and only the task's small head learns. Full: every "
+                         "weight moves (the usual recipe, learning rate 2e-5 to 5e-5).")
     columns = st.columns(6)
     last_n = columns[0].number_input("N (last layers)", 1, num_layers, min(2, num_layers), key="finetune.last_n",
                                      disabled=mode != "last_n")
     lr = columns[1].number_input("Learning rate", 1e-6, 1.0, DEFAULT_LR[mode], format="%.0e",
                                  key=f"finetune.lr_{mode}", help="Each mode keeps its own value; default "
                                  + ", ".join(f"{MODE_LABELS[m].split(' (')[0]} {v:g}" for m, v in DEFAULT_LR.items()))
-    epochs = columns[2].number_input("Epochs", 1, 100, 3, key="finetune.epochs")
-    batch = columns[3].number_input("Batch size", 1, 512, 16, key="finetune.batch_size")
-    length = columns[4].number_input("Max length (tokens)", 8, 512, 64, key="finetune.max_length")
+    epochs = columns[2].number_input("Epochs", 1, 100, defaults.epochs, key=_key(task, "epochs"))
+    batch = columns[3].number_input("Batch size", 1, 512, defaults.batch_size, key=_key(task, "batch_size"))
+    length = columns[4].number_input("Max length (tokens)", 8, 512, defaults.max_length, key=_key(task, "max_length"),
+                                     help=f"Longer inputs are cut; default for this task {defaults.max_length}")
     seed = columns[5].number_input("Seed", 0, 2**31 - 1, 0, key="finetune.seed")
-    return FinetuneConfig(mode=mode, last_n=int(last_n), lr=float(lr), epochs=int(epochs), batch_size=int(batch),
-                          max_length=int(length), seed=int(seed))
+    pooling = defaults.pooling
+    if task.name in ("sentence", "pair"):
+        pooling = st.radio("Sentence vector (what the classifier reads)", POOLINGS, format_func=POOLING_LABELS.get,
+                           horizontal=True, key="finetune.pooling",
+                           help="Mean: the average of the last layer's token vectors (what sentence-transformers "
+                                "uses). [CLS]: the first token's vector, BERT's original recipe.")
+    return task_config(task, mode=mode, last_n=int(last_n), lr=float(lr), epochs=int(epochs), batch_size=int(batch),
+                       max_length=int(length), seed=int(seed), pooling=pooling)
 
 
 def model_or_error(name: str, device: str) -> LoadedModel | None:
@@ -133,13 +88,13 @@ def current_job() -> TrainingJob | None:
     return jobs.current(KEY_JOB)
 
 
-def start_job(loaded: LoadedModel, data: TrainTestData, config: FinetuneConfig) -> None:
+def start_job(loaded: LoadedModel, data: Any, config: FinetuneConfig, task: Task) -> None:
     """Queue this session's job (replacing an ended one); it starts when the server has a free slot."""
     if jobs.active(current_job()):
         st.warning("This session already has a fine-tuning run: stop it first.")
         return
     try:
-        jobs.submit(KEY_JOB, TrainingJob(loaded, data, config))
+        jobs.submit(KEY_JOB, TrainingJob(loaded, data, config, task=task))
     except VizError as error:
         st.error(str(error))
         return
@@ -159,8 +114,8 @@ def progress_text(job: TrainingJob) -> tuple[float, str]:
     parts = [f"step {progress.step}/{progress.total_steps}", f"epoch {progress.epoch}/{progress.epochs}"]
     if progress.loss is not None:
         parts.append(f"loss {progress.loss:.3f}")
-    if progress.eval_accuracy is not None:
-        parts.append(f"held-out accuracy {progress.eval_accuracy:.1%}")
+    if progress.eval_score is not None:
+        parts.append(f"held-out {progress.metric_label} {progress.eval_score:.1%}")
     parts.append(f"{_clock(progress.elapsed_s)} elapsed")
     if progress.eta_s is not None and job.running:
         parts.append(f"about {_clock(progress.eta_s)} left")

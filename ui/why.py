@@ -80,8 +80,8 @@ def masked_model(sel: Selection) -> tuple[str, str]:
 
 def session_classifier() -> Classifier | None:
     job = training.current_job()
-    if job is None or not job.finished or job.result is None:
-        return None
+    if job is None or not job.finished or job.result is None or job.task.name != "sentence":
+        return None  # the other tasks' models read pairs, tag words or find spans: not one sentence's class
     return Classifier(result=job.result, data=job.data, base=job.loaded)
 
 

@@ -15,7 +15,7 @@ from ui import url_state, why
 from ui.feedback import CHART, or_stop
 from ui.state import get_model
 from ui.why import Classifier, WhyContext
-from vizcore.finetune.training import predict_proba
+from vizcore.finetune.classify import predict_proba
 from vizcore.plot import display_tokens
 from vizcore.why.attribution import (
     BASELINE,

@@ -61,11 +61,12 @@ def test_head_only_run_shows_accuracy_confusion_examples_and_no_head_change(app)
     job, app = train(app)
     assert not app.exception and job.status == "done"
     result = job.result
-    accuracy = result.final_eval_accuracy
+    accuracy = result.final_score
     assert app.metric[0].label == "Held-out accuracy" and app.metric[0].value == f"{accuracy:.1%}"
     confusion = decode_plotly(chart(app, "Confusion matrix")["data"][0]["z"])
     assert confusion.sum() == 88 and np.trace(confusion) / 88 == pytest.approx(accuracy)
-    assert app.metric[2].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
+    assert app.metric[1].label == "Held-out macro-F1" and app.metric[1].value == f"{result.scores['macro_f1']:.3f}"
+    assert app.metric[3].value == f"{result.steps_done}/{result.total_steps}" == "44/44"
     table = app.dataframe[0].value
     assert len(table) == 88 and list(table.columns) == ["text", "label", "prediction", "confidence", "correct"]
     assert (table["correct"] == "✓").sum() == round(accuracy * 88)
@@ -115,7 +116,7 @@ def test_stop_keeps_the_partial_model(app):
     app.run()
     assert job.status == "stopped" and job.result.steps_done < job.result.total_steps
     assert any("Stopped" in w.value for w in app.warning)
-    assert app.metric[2].value == f"{job.result.steps_done}/{job.result.total_steps}"
+    assert app.metric[3].value == f"{job.result.steps_done}/{job.result.total_steps}"
 
 
 def test_upload_choice_asks_for_a_file(app):
@@ -177,14 +178,14 @@ def test_a_second_session_waits_in_line_with_its_place_shown_and_runs_when_the_f
     assert long_run.status == "stopped" and waiting.status == "done"
     assert not infos(second) or not any("in line" in text for text in infos(second))
     assert second.metric[0].label == "Held-out accuracy"
-    assert second.metric[0].value == f"{waiting.result.final_eval_accuracy:.1%}"
+    assert second.metric[0].value == f"{waiting.result.final_score:.1%}"
 
 
 def test_a_run_that_fails_says_why_and_the_page_keeps_working(app, monkeypatch):
     def out_of_memory(*args, **kwargs):
         raise RuntimeError("not enough memory: you tried to allocate 9 GB")
 
-    monkeypatch.setattr(finetune, "train_classifier", out_of_memory)
+    monkeypatch.setattr(finetune, "train_task", out_of_memory)
     job, app = train(app)
     assert job.status == "error" and not app.exception
     assert [e.value for e in app.error] == [
@@ -196,3 +197,26 @@ def test_a_run_that_fails_says_why_and_the_page_keeps_working(app, monkeypatch):
 def test_the_tiny_transformer_text_says_what_the_model_is(app):
     text = next(m.value for m in app.markdown if "written from scratch" in m.value)
     assert "post-norm encoder layers, LayerNorm(x + sublayer(x))" in text and "pre-norm" not in text
+
+
+def test_the_pair_task_trains_on_the_builtin_pairs_and_shows_the_segments(app):
+    app.radio(key="finetune.task").set_value("pair").run()
+    assert not app.exception and not app.error
+    assert any("**384 training** (contradiction 128, entailment 128, neutral 128) and **96 held-out**" in m.value
+               for m in app.markdown)
+    assert app.number_input(key="finetune.pair.max_length").value == 128  # the pair task's own default
+    app.radio(key="finetune.pooling").set_value("cls").run()
+    app.number_input(key="finetune.epochs").set_value(1).run()
+    job, app = train(app)
+    assert not app.exception and job.status == "done" and job.task.name == "pair"
+    assert job.config.pooling == "cls" and job.result.model.pooling == "cls"
+    assert app.metric[0].label == "Held-out accuracy" and app.metric[0].value == f"{job.result.final_score:.1%}"
+    table = app.dataframe[0].value
+    assert len(table) == 96 and list(table.columns)[:3] == ["text", "second", "label"]
+    strip = chart(app, "[CLS] A [SEP] B [SEP]")["data"][0]
+    segments = [v for row in decode_plotly(strip["z"]).tolist() for v in row if v == v]  # NaN: empty cells
+    pair = job.data.test
+    tokens = job.result.tokenizer.tokenize(pair.texts[0]), job.result.tokenizer.tokenize(pair.second[0])
+    assert segments == [0] * (len(tokens[0]) + 2) + [1] * (len(tokens[1]) + 1)
+    app.text_input(key="finetune.pair.try_b").set_value("   ").run()
+    assert any("second sentence" in w.value for w in app.warning)  # an empty B is named, not a traceback

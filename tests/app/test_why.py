@@ -85,7 +85,7 @@ def test_a_bad_word_to_follow_is_a_message_and_keeps_the_heads(new_app):
 
 def test_a_fine_tuned_classifier_of_this_session_is_ablated_too(new_app):
     from ui.state import get_model
-    from vizcore.finetune.training import SequenceClassifier
+    from vizcore.finetune.classify import SENTENCE, SequenceClassifier
     from vizcore.model.catalog import DEFAULT_MODEL
 
     base = get_model(DEFAULT_MODEL, "auto", "base")
@@ -93,7 +93,8 @@ def test_a_fine_tuned_classifier_of_this_session_is_ablated_too(new_app):
     result = SimpleNamespace(classifier=classifier, label_names=("negative", "positive"),
                              config=SimpleNamespace(max_length=64))
     at = why(new_app)
-    at.session_state["finetune.job"] = SimpleNamespace(finished=True, result=result, data=None, loaded=base)
+    at.session_state["finetune.job"] = SimpleNamespace(finished=True, result=result, data=None, loaded=base,
+                                                       task=SENTENCE)
     at.session_state["why.ablation.layer0"] = list(range(1, 13))
     at.run()
     assert not at.exception and not at.error

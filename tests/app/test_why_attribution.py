@@ -96,7 +96,7 @@ def test_the_picked_word_is_the_default_answer(new_app):
 
 def test_the_session_s_classifier_class_is_explained(new_app):
     from ui.state import get_model
-    from vizcore.finetune.training import SequenceClassifier
+    from vizcore.finetune.classify import SENTENCE, SequenceClassifier
     from vizcore.model.catalog import DEFAULT_MODEL
 
     base = get_model(DEFAULT_MODEL, "auto", "base")
@@ -104,7 +104,8 @@ def test_the_session_s_classifier_class_is_explained(new_app):
     result = SimpleNamespace(classifier=classifier, tokenizer=base.tokenizer, label_names=("negative", "positive"),
                              config=SimpleNamespace(max_length=64), model_name=DEFAULT_MODEL)
     at = attribution_part(new_app)
-    at.session_state["finetune.job"] = SimpleNamespace(finished=True, result=result, data=None, loaded=base)
+    at.session_state["finetune.job"] = SimpleNamespace(finished=True, result=result, data=None, loaded=base,
+                                                       task=SENTENCE)
     at.run()
     at.radio(key="why.attribution.explain").set_value("class").run()
     assert not at.exception and not at.error

@@ -20,7 +20,7 @@ def test_a_separable_toy_task_is_learned_and_history_is_complete(tiny):
     result = train_classifier(tiny, toy_data(), config, on_progress=seen.append)
     assert result.total_steps == 8 * 4 and result.steps_done == 32 and not result.stopped
     assert [e["step"] for e in result.history.evals] == [0, 4, 8, 12, 16, 20, 24, 28, 32]
-    assert result.final_eval_accuracy == 1.0
+    assert result.final_score == 1.0
     losses = [row["loss"] for row in result.history.steps]
     assert np.mean(losses[-4:]) < np.mean(losses[:4])
     steps = [p.step for p in seen]

@@ -41,3 +41,16 @@ def test_accuracy_is_consistent_with_the_confusion_matrix(capsys, tiny_bert_dir,
     assert total == data["data"]["eval_examples"] == 8  # 20 % of each label, seeded
     assert data["eval"]["accuracy"] == pytest.approx((confusion[0][0] + confusion[1][1]) / total)
     assert data["train"]["eval_history"][-1]["accuracy"] == pytest.approx(data["eval"]["accuracy"])
+
+
+def test_the_pair_task_trains_on_the_builtin_pairs_from_the_cli(capsys, tiny_bert_dir):
+    code, out, err = run(capsys, "finetune", "--task", "pair", "--model", str(tiny_bert_dir), "--mode", "head",
+                         "--epochs", "1", "--batch-size", "64", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["task"] == "pair" and data["config"]["max_length"] == 128  # the pair task's default
+    assert data["label_names"] == ["contradiction", "entailment", "neutral"]
+    assert data["data"]["train_examples"] == 384 and data["data"]["eval_examples"] == 96
+    assert data["eval"]["metric"] == "accuracy" and sum(map(sum, data["eval"]["confusion"])) == 96
+    assert 0 <= data["eval"]["macro_f1"] <= 1 and data["train"]["steps"] == 6
+    assert "held-out accuracy" in err

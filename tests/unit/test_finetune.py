@@ -12,13 +12,13 @@ import torch
 
 from vizcore.errors import VizError
 from vizcore.finetune import training as finetune
+from vizcore.finetune.classify import pool, predict_proba
 from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.finetune.training import (
     FinetuneConfig,
     TrainingJob,
     new_classifier,
-    pool,
-    predict_proba,
+    new_model,
     train_classifier,
 )
 from vizcore.jobs import JobQueue
@@ -108,7 +108,7 @@ def test_reported_accuracy_matches_an_independent_forward_pass(tiny):
             hidden = classifier.encoder(**inputs).last_hidden_state[0]  # (T, H)
             logits = classifier.head(hidden.mean(0))
             correct += int(logits.argmax()) == int(label)
-    assert result.final_eval_accuracy == pytest.approx(correct / len(data.test))
+    assert result.final_score == pytest.approx(correct / len(data.test))
 
 
 def test_same_seed_gives_the_same_model_and_another_seed_does_not(tiny):
@@ -178,12 +178,12 @@ def test_job_reports_errors_instead_of_dying_silently(tiny):
 def test_a_run_whose_session_is_gone_is_stopped_and_its_model_copy_freed(tiny, monkeypatch):
     copies = []
 
-    def watched_classifier(*args, **kwargs):
-        classifier = new_classifier(*args, **kwargs)
+    def watched_model(*args, **kwargs):
+        classifier = new_model(*args, **kwargs)
         copies.append(weakref.ref(classifier))
         return classifier
 
-    monkeypatch.setattr(finetune, "new_classifier", watched_classifier)
+    monkeypatch.setattr(finetune, "new_model", watched_model)
     sessions = {"tab"}
     queue = JobQueue(is_alive=lambda owner: owner in sessions, grace_s=0, check_every_s=0.05)
     job = queue.submit("tab", TrainingJob(tiny, toy_data(), FinetuneConfig(mode="full", epochs=100, batch_size=4)))

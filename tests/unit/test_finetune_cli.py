@@ -52,3 +52,17 @@ def test_errors_are_one_line_and_exit_2(capsys, tiny_bert_dir, files, argv, mess
     code, out, err = run(capsys, *base, *argv)
     assert code == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--second-column", "B"], "no second text column 'B'"),
+    (["--second-column", "sentence"], "must be different columns"),
+    (["--task", "tagging"], "invalid choice: 'tagging'"),
+])
+def test_pair_errors_are_one_line_and_exit_2(capsys, tiny_bert_dir, files, argv, message):
+    train, _ = files
+    base = ["finetune", "--task", "pair", "--train", train, "--text-column", "sentence", "--label-column",
+            "sentiment", "--model", str(tiny_bert_dir)]
+    code, out, err = run(capsys, *base, *argv)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -114,7 +114,7 @@ def test_bad_requests_get_clear_messages(loaded):
 
 def test_a_classifiers_heads_are_ablated_in_its_own_encoder(tiny_model_dir):
     from vizcore.finetune.analysis import finetuned_model
-    from vizcore.finetune.training import SequenceClassifier
+    from vizcore.finetune.classify import SequenceClassifier
     from vizcore.why.ablation import ablate_classifier
 
     base = load_model(str(tiny_model_dir("bert")), device="cpu")

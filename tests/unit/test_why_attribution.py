@@ -228,7 +228,7 @@ def finetuned(request, tiny_bert_dir) -> FinetuneResult:
     loaded = load_model(str(tiny_bert_dir), device="cpu")
     config = FinetuneConfig(mode="full", pooling=request.param)
     classifier = new_classifier(loaded, 3, config).eval()  # trainable weights, as after a session's training
-    return FinetuneResult(classifier=classifier, tokenizer=loaded.tokenizer, label_names=("neg", "neu", "pos"),
+    return FinetuneResult(model=classifier, tokenizer=loaded.tokenizer, label_names=("neg", "neu", "pos"),
                           config=config, history=History(), steps_done=0, total_steps=0, stopped=False, seconds=0.0,
                           trainable_parameters=0, total_parameters=0, model_name="tiny")
 

@@ -13,8 +13,10 @@ import numpy as np
 import torch
 
 from vizcore.attention.extract import extract_attention
+from vizcore.finetune.classify import encode_pairs, macro_f1, pool, predict_proba
 from vizcore.finetune.datasets import LabelledTexts
-from vizcore.finetune.training import FinetuneResult, collate, encode_texts, pad_id_of, pool, predict_proba
+from vizcore.finetune.tasks import collate, pad_id_of
+from vizcore.finetune.training import FinetuneResult
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import check_text, forward
 
@@ -27,6 +29,7 @@ class Evaluation:
     labels: np.ndarray  # int [N]
     probabilities: np.ndarray  # float32 [N, C]
     texts: tuple[str, ...]
+    second: tuple[str, ...] | None = None  # the pairs' second texts
 
     @property
     def predictions(self) -> np.ndarray:
@@ -42,30 +45,37 @@ class Evaluation:
         return np.bincount(self.labels * size + self.predictions, minlength=size * size).reshape(size, size)
 
     def records(self) -> list[dict]:
-        """One row per example: text, label, prediction, confidence (probability of the prediction)."""
+        """One row per example: text (and second text), label, prediction, confidence (probability of the
+        prediction), correct."""
         rows = []
-        for text, label, probs in zip(self.texts, self.labels, self.probabilities):
+        for i, (text, label, probs) in enumerate(zip(self.texts, self.labels, self.probabilities)):
             predicted = int(probs.argmax())
-            rows.append({"text": text, "label": self.label_names[label],
+            pair = {} if self.second is None else {"second": self.second[i]}
+            rows.append({"text": text, **pair, "label": self.label_names[label],
                          "prediction": self.label_names[predicted], "confidence": float(probs[predicted]),
                          "correct": bool(predicted == label)})
         return rows
 
     def to_dict(self) -> dict:
-        return {"accuracy": self.accuracy, "label_names": list(self.label_names),
+        return {"accuracy": self.accuracy,
+                "macro_f1": macro_f1(self.labels, self.predictions, len(self.label_names)),
+                "label_names": list(self.label_names),
                 "confusion": self.confusion.tolist(), "examples": int(len(self.labels)),
                 "confusion_axes": "[true label][predicted label]"}
 
 
 def evaluate(result: FinetuneResult, data: LabelledTexts) -> Evaluation:
-    probs = predict_proba(result.classifier, result.tokenizer, data.texts, result.config.max_length)
-    return Evaluation(result.label_names, np.asarray(data.labels), probs.astype(np.float32), tuple(data.texts))
+    probs = predict_proba(result.classifier, result.tokenizer, data.texts, result.config.max_length,
+                          second=data.second)
+    return Evaluation(result.label_names, np.asarray(data.labels), probs.astype(np.float32), tuple(data.texts),
+                      data.second)
 
 
-def predict_sentence(result: FinetuneResult, text: str) -> dict[str, float]:
-    """Label name -> probability for one sentence."""
+def predict_sentence(result: FinetuneResult, text: str, pair: str | None = None) -> dict[str, float]:
+    """Label name -> probability for one sentence (or one pair of sentences)."""
+    second = None if pair is None else [check_text(pair, "second sentence")]
     probs = predict_proba(result.classifier, result.tokenizer, [check_text(text, "sentence")],
-                          result.config.max_length)[0]
+                          result.config.max_length, second=second)[0]
     return {name: float(p) for name, p in zip(result.label_names, probs)}
 
 
@@ -109,31 +119,34 @@ class HeadChange:
 
 
 def attention_change(before: LoadedModel, after: LoadedModel, texts: list[str] | tuple[str, ...],
-                     limit: int = 40) -> HeadChange:
-    """Per-head change of attention on (at most ``limit``) sentences, each run alone (no padding).
+                     limit: int = 40, pairs: list[str] | tuple[str, ...] | None = None) -> HeadChange:
+    """Per-head change of attention on (at most ``limit``) sentences (or pairs), each run alone (no padding).
 
     An encoder whose weights did not move (head-only training) has exactly the same attention: zeros,
     without running either model.
     """
     texts = list(texts)[:limit]
+    seconds = [None] * len(texts) if pairs is None else list(pairs)[:limit]
     if same_weights(before.model, after.model):
         zeros = np.zeros((before.num_layers, before.num_heads), dtype=np.float32)
         return HeadChange(zeros, zeros.copy(), len(texts))
     abs_diff, js = [], []
-    for text in texts:
-        a = extract_attention(before, text).attention  # (L, H, T, T)
-        b = extract_attention(after, text).attention
+    for text, pair in zip(texts, seconds):
+        a = extract_attention(before, text, pair).attention  # (L, H, T, T)
+        b = extract_attention(after, text, pair).attention
         abs_diff.append(np.abs(b - a).mean(axis=(2, 3)))
         js.append(js_divergence(a, b).mean(axis=2))
     return HeadChange(np.mean(abs_diff, 0).astype(np.float32), np.mean(js, 0).astype(np.float32), len(abs_diff))
 
 
 def pooled_embeddings(loaded: LoadedModel, texts: list[str] | tuple[str, ...], pooling: str,
-                      max_length: int, batch_size: int = 32) -> np.ndarray:
-    """The sentence vectors a classifier head would see: (N, hidden)."""
-    ids, pad, out = encode_texts(loaded.tokenizer, texts, max_length), pad_id_of(loaded.tokenizer), []
+                      max_length: int, batch_size: int = 32, second=None) -> np.ndarray:
+    """The sentence (or pair) vectors a classifier head would see: (N, hidden)."""
+    ids, segments = encode_pairs(loaded.tokenizer, texts, second, max_length)
+    pad, out = pad_id_of(loaded.tokenizer), []
     for start in range(0, len(ids), batch_size):
-        batch = collate(ids[start: start + batch_size], pad, loaded.device, loaded.model)
+        end = start + batch_size
+        batch = collate(ids[start:end], pad, loaded.device, loaded.model, segments[start:end])
         hidden = forward(loaded, batch, hidden=False, attention=False).last_hidden_state  # (B, T, H)
         out.append(pool(hidden, batch["attention_mask"], pooling).float().cpu().numpy())
     return np.concatenate(out)
@@ -173,9 +186,10 @@ def class_separation(points: np.ndarray, labels: np.ndarray) -> float:
 
 def embedding_map(before: LoadedModel, after: LoadedModel, data: LabelledTexts, pooling: str,
                   max_length: int) -> EmbeddingMap:
-    x_before = pooled_embeddings(before, data.texts, pooling, max_length)
+    x_before = pooled_embeddings(before, data.texts, pooling, max_length, second=data.second)
     unchanged = same_weights(before.model, after.model)
-    x_after = x_before if unchanged else pooled_embeddings(after, data.texts, pooling, max_length)
+    x_after = x_before if unchanged else pooled_embeddings(after, data.texts, pooling, max_length,
+                                                           second=data.second)
     (p_before, e_before), (p_after, e_after) = pca_2d(x_before), pca_2d(x_after)
     return EmbeddingMap(p_before, p_after, e_before, e_after, class_separation(x_before, data.labels),
                         class_separation(x_after, data.labels))

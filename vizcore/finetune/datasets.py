@@ -1,8 +1,10 @@
-"""Labelled text for fine-tuning: the built-in sentiment set, or a user's CSV (text and label columns).
+"""Labelled text for fine-tuning: built-in sets, or a user's CSV (a text column, or two for sentence
+pairs, and a label column).
 
-The built-in set (``vizcore/data/sentiment.csv``) was written for this project: 436 short English
-sentences about food, films, travel, products, weather, service and work, half ``negative`` and half
-``positive``, with a fixed held-out split (column ``split``: 348 ``train``, 88 ``test``, balanced).
+The built-in sets were written for this project (vizcore/data/README.md): ``sentiment.csv``, 436 short
+English sentences labelled ``negative``/``positive`` (split: 348 train, 88 test, balanced), and
+``pairs.csv``, 480 premise/hypothesis pairs labelled entailment/neutral/contradiction (split by premise:
+384 train, 96 test, balanced).
 
 A CSV is checked at the boundary and every problem a user can cause is a VizError that says how to
 fix it: too big, not UTF-8 (UTF-16 with a byte-order mark is read), binary, not parseable, one column
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import codecs
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ import pandas as pd
 from vizcore.errors import VizError
 
 BUILTIN_PATH = Path(__file__).resolve().parents[1] / "data" / "sentiment.csv"
+BUILTIN_PAIRS_PATH = BUILTIN_PATH.with_name("pairs.csv")
 BUILTIN_NAME = "builtin"
 MAX_BYTES = 5_000_000  # 5 MB
 MAX_ROWS = 20_000
@@ -33,12 +36,14 @@ _QUOTE_HINT = "put texts that contain commas in double quotes"
 
 @dataclass(frozen=True)
 class LabelledTexts:
-    """Texts with integer labels ``labels[i]`` indexing ``label_names`` (sorted by name)."""
+    """Texts with integer labels ``labels[i]`` indexing ``label_names`` (sorted by name). For sentence
+    pairs, ``texts`` holds the first sentences (A) and ``second`` the second ones (B)."""
 
     texts: tuple[str, ...]
     labels: np.ndarray  # int64 [N]
     label_names: tuple[str, ...]
-    dropped_empty: int = 0  # rows skipped because the text or the label was empty
+    dropped_empty: int = 0  # rows skipped because a text or the label was empty
+    second: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -47,7 +52,9 @@ class LabelledTexts:
         return {name: int((self.labels == i).sum()) for i, name in enumerate(self.label_names)}
 
     def subset(self, indices: np.ndarray) -> "LabelledTexts":
-        return LabelledTexts(tuple(self.texts[i] for i in indices), self.labels[indices], self.label_names)
+        second = None if self.second is None else tuple(self.second[i] for i in indices)
+        return LabelledTexts(tuple(self.texts[i] for i in indices), self.labels[indices], self.label_names,
+                             second=second)
 
 
 @dataclass(frozen=True)
@@ -116,28 +123,33 @@ def read_csv_file(path: str | Path) -> pd.DataFrame:
 
 def labelled_texts(
     frame: pd.DataFrame, text_column: str = "text", label_column: str = "label",
-    label_names: tuple[str, ...] | None = None,
+    label_names: tuple[str, ...] | None = None, second_column: str | None = None,
 ) -> LabelledTexts:
-    """Pick the text and label columns. ``label_names`` (from a training set) maps labels by name."""
-    for role, column in (("text", text_column), ("label", label_column)):
+    """Pick the text (and, for pairs, the second text) and label columns. ``label_names`` (from a
+    training set) maps labels by name."""
+    roles = [("text", text_column), ("label", label_column)]
+    if second_column is not None:
+        roles.insert(1, ("second text", second_column))
+    for role, column in roles:
         if column not in frame.columns:
             have = ", ".join(f"'{c}'" for c in frame.columns) or "none"
             raise VizError(f"The CSV has no {role} column '{column}' (columns: {have}). "
                            f"Choose the {role} column.")
-    if text_column == label_column:
-        raise VizError("The text and label columns must be different columns.")
-    texts = frame[text_column].astype(str).str.strip()
-    labels = frame[label_column].astype(str).str.strip()
-    keep = (texts != "") & (labels != "")
+    if len({column for _, column in roles}) < len(roles):
+        raise VizError("The " + " and ".join(role for role, _ in roles) + " columns must be different columns.")
+    columns = [frame[column].astype(str).str.strip() for _, column in roles]
+    keep = np.logical_and.reduce([column != "" for column in columns])
     dropped = int((~keep).sum())
-    texts, labels = texts[keep].tolist(), labels[keep].tolist()
+    texts, *rest = [column[keep].tolist() for column in columns]
+    second, labels = (rest[0], rest[1]) if second_column is not None else (None, rest[0])
     if not texts:
-        raise VizError(f"Every row has an empty '{text_column}' or '{label_column}': nothing to train on.")
-    too_long = [i for i, t in enumerate(texts) if len(t) > MAX_TEXT_CHARS]
+        raise VizError("Every row has an empty " + " or ".join(f"'{c}'" for _, c in roles) + ": nothing to train on.")
+    too_long = [i for i, t in enumerate(texts + (second or [])) if len(t) > MAX_TEXT_CHARS]
     if too_long:
         raise VizError(f"{len(too_long)} text(s) are longer than {MAX_TEXT_CHARS:,} characters; "
                        "shorten them (the model reads only the first few hundred tokens anyway).")
-    return _with_label_ids(texts, labels, label_names, label_column, dropped)
+    data = _with_label_ids(texts, labels, label_names, label_column, dropped)
+    return data if second is None else replace(data, second=tuple(second))
 
 
 def _with_label_ids(texts: list[str], labels: list[str], label_names: tuple[str, ...] | None,
@@ -178,40 +190,66 @@ def stratified_split(data: LabelledTexts, test_fraction: float = 0.2, seed: int 
     return train, test
 
 
+def grouped_split(data: LabelledTexts, test_fraction: float = 0.2, seed: int = 0
+                  ) -> tuple[LabelledTexts, LabelledTexts]:
+    """Seeded split of pairs by their first text: every pair of a held-out first text is held out, so no
+    premise seen in training is tested on (a model could otherwise learn the premise, not the relation)."""
+    firsts = sorted(set(data.texts))
+    rng = np.random.default_rng(seed)
+    held = set(rng.permutation(firsts)[: int(round(test_fraction * len(firsts)))].tolist())
+    test_mask = np.asarray([text in held for text in data.texts])
+    if not test_mask.any() or test_mask.all():
+        raise VizError("Too few different first texts to hold some out for testing: add more rows, give the "
+                       "CSV a 'split' column, or give an eval CSV.")
+    return data.subset(np.flatnonzero(~test_mask)), data.subset(np.flatnonzero(test_mask))
+
+
 def frame_to_train_test(frame: pd.DataFrame, text_column: str, label_column: str, source: str,
-                        seed: int = 0) -> TrainTestData:
-    """Use the CSV's ``split`` column (train/test) when it has one, else a seeded 80/20 split."""
+                        seed: int = 0, second_column: str | None = None) -> TrainTestData:
+    """Use the CSV's ``split`` column (train/test) when it has one, else a seeded 80/20 split: by label
+    for single texts, by first text for pairs."""
     if SPLIT_COLUMN in frame.columns and {"train", "test"} <= set(frame[SPLIT_COLUMN].str.strip().str.lower()):
         split = frame[SPLIT_COLUMN].str.strip().str.lower()
-        train = labelled_texts(frame[split == "train"], text_column, label_column)
-        test = labelled_texts(frame[split == "test"], text_column, label_column, train.label_names)
+        train = labelled_texts(frame[split == "train"], text_column, label_column, second_column=second_column)
+        test = labelled_texts(frame[split == "test"], text_column, label_column, train.label_names, second_column)
         return TrainTestData(train, test, source, "the CSV's 'split' column")
-    data = labelled_texts(frame, text_column, label_column)
-    train, test = stratified_split(data, 0.2, seed)
-    return TrainTestData(
-        LabelledTexts(train.texts, train.labels, train.label_names, data.dropped_empty), test, source,
-        f"20 % of each label held out at random (seed {seed})")
+    data = labelled_texts(frame, text_column, label_column, second_column=second_column)
+    if second_column is None:
+        train, test = stratified_split(data, 0.2, seed)
+        note = f"20 % of each label held out at random (seed {seed})"
+    else:
+        train, test = grouped_split(data, 0.2, seed)
+        note = f"20 % of the first texts held out at random with all their pairs (seed {seed})"
+    return TrainTestData(replace(train, dropped_empty=data.dropped_empty), test, source, note)
 
 
-def builtin_data() -> TrainTestData:
-    """The built-in sentiment set with its fixed split (348 train, 88 test)."""
-    frame = read_csv_file(BUILTIN_PATH)
-    return frame_to_train_test(frame, "text", "label", BUILTIN_NAME)
+def builtin_data(kind: str = "sentence") -> TrainTestData:
+    """The built-in sentiment set (348 train, 88 test) or, ``kind="pair"``, the built-in entailment pairs
+    (384 train, 96 test, split by premise), each with its fixed split."""
+    if kind == "pair":
+        frame = read_csv_file(BUILTIN_PAIRS_PATH)
+        return frame_to_train_test(frame, "premise", "label", BUILTIN_NAME, second_column="hypothesis")
+    return frame_to_train_test(read_csv_file(BUILTIN_PATH), "text", "label", BUILTIN_NAME)
 
 
 def load_train_test(train: str, eval_path: str | None = None, text_column: str = "text",
-                    label_column: str = "label", seed: int = 0) -> TrainTestData:
+                    label_column: str = "label", seed: int = 0, second_column: str | None = None) -> TrainTestData:
     """CLI entry: ``train`` is ``builtin`` or a CSV path; ``eval_path`` a CSV whose labels match by name.
+    ``second_column`` makes it pairs (the built-in set is then the entailment pairs).
 
     With an eval file, a training CSV trains on all its rows; the built-in set trains on its train split.
     """
+    kind = "sentence" if second_column is None else "pair"
     if eval_path is None:
         if train == BUILTIN_NAME:
-            return builtin_data()
-        return frame_to_train_test(read_csv_file(train), text_column, label_column, Path(train).name, seed)
+            return builtin_data(kind)
+        return frame_to_train_test(read_csv_file(train), text_column, label_column, Path(train).name, seed,
+                                   second_column)
     if train == BUILTIN_NAME:
-        train_texts, source = builtin_data().train, BUILTIN_NAME
+        train_texts, source = builtin_data(kind).train, BUILTIN_NAME
     else:
-        train_texts, source = labelled_texts(read_csv_file(train), text_column, label_column), Path(train).name
-    test = labelled_texts(read_csv_file(eval_path), text_column, label_column, train_texts.label_names)
+        train_texts = labelled_texts(read_csv_file(train), text_column, label_column, second_column=second_column)
+        source = Path(train).name
+    test = labelled_texts(read_csv_file(eval_path), text_column, label_column, train_texts.label_names,
+                          second_column)
     return TrainTestData(train_texts, test, source, f"the eval file '{Path(eval_path).name}'")

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from vizcore.finetune.training import History
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout
+from vizcore.plot import FONT_SIZE, SEGMENT_COLOURS, TICK_FONT_SIZE, base_layout, display_tokens
 
 LABEL_COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
@@ -24,29 +24,32 @@ def curves_table(history: History, smooth: int = 5) -> pd.DataFrame:
     steps = pd.DataFrame(history.steps)
     if len(steps):
         loss = steps["loss"].rolling(smooth, min_periods=1).mean()
-        accuracy = steps["train_accuracy"].rolling(smooth, min_periods=1).mean()
+        score = steps["train_score"].rolling(smooth, min_periods=1).mean()
         rows += [{"step": s, "value": v, "series": "training loss (mean of last 5 batches)", "panel": "loss"}
                  for s, v in zip(steps["step"], loss)]
-        rows += [{"step": s, "value": v, "series": "training batches (mean of last 5)", "panel": "accuracy"}
-                 for s, v in zip(steps["step"], accuracy)]
-    rows += [{"step": e["step"], "value": e["accuracy"], "series": "held-out set", "panel": "accuracy"}
-             for e in history.evals]
+        rows += [{"step": s, "value": v, "series": f"training batches: {history.batch_label} (mean of last 5)",
+                  "panel": "score"} for s, v in zip(steps["step"], score)]
+    rows += [{"step": e["step"], "value": e["score"], "series": f"held-out set: {history.metric_label}",
+              "panel": "score"} for e in history.evals]
     return pd.DataFrame(rows, columns=["step", "value", "series", "panel"])
 
 
 def training_curves(history: History, total_steps: int) -> alt.VConcatChart:
-    """Loss (top) and accuracy (bottom) against the step; the x axis spans the whole run from the start."""
+    """Loss (top) and the task's score (bottom: batch score and held-out metric) against the step; the x
+    axis spans the whole run from the start."""
     table = curves_table(history)
     x = alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, max(1, total_steps)]))
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".3f")]
     loss = alt.Chart(table[table["panel"] == "loss"]).mark_line(color="#d62728").encode(
         x=x, y=alt.Y("value:Q", title="loss (cross-entropy)"), tooltip=tooltip,
     ).properties(height=200, width="container", title="Loss")
-    accuracy = alt.Chart(table[table["panel"] == "accuracy"]).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title="accuracy", scale=alt.Scale(domain=[0, 1])),
+    same = history.metric_label == history.batch_label
+    score_title = history.metric_label if same else f"{history.batch_label} / {history.metric_label}"
+    accuracy = alt.Chart(table[table["panel"] == "score"]).mark_line(point=True).encode(
+        x=x, y=alt.Y("value:Q", title=score_title, scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=tooltip,
-    ).properties(height=220, width="container", title="Accuracy")
+    ).properties(height=220, width="container", title=score_title[:1].upper() + score_title[1:])
     return alt.vconcat(loss, accuracy).configure_axis(
         labelFontSize=TICK_FONT_SIZE, titleFontSize=FONT_SIZE).configure_legend(
         labelFontSize=TICK_FONT_SIZE).configure_title(fontSize=FONT_SIZE + 2)
@@ -107,6 +110,31 @@ def pca_scatter(before: np.ndarray, after: np.ndarray, labels: np.ndarray, label
     fig.update_annotations(font_size=FONT_SIZE)
     base_layout(fig, "Pooled sentence vectors of the held-out set (PCA), coloured by true label", height=480)
     fig.update_layout(margin={"t": 90}, legend={"title": {"text": "true label"}})
+    return fig
+
+
+def segment_strip(tokens: list[str], segments: list[int], per_row: int = 10) -> go.Figure:
+    """A pair as the model reads it: each token in a cell coloured by its segment id (0 = sentence A,
+    1 = sentence B), ``per_row`` tokens a row; hover gives position, token and segment id."""
+    rows = -(-len(tokens) // per_row)
+    z = np.full((rows, per_row), np.nan)
+    text = np.full((rows, per_row), "", dtype=object)
+    hover = np.full((rows, per_row), "", dtype=object)
+    for i, (token, segment) in enumerate(zip(display_tokens(tokens), segments)):
+        z[i // per_row, i % per_row] = segment
+        text[i // per_row, i % per_row] = f"{token}<br><sub>{segment}</sub>"
+        hover[i // per_row, i % per_row] = f"position {i}: {token}<br>segment id {segment}"
+    scale = [[0, SEGMENT_COLOURS[0]], [0.5, SEGMENT_COLOURS[0]], [0.5, SEGMENT_COLOURS[1]], [1, SEGMENT_COLOURS[1]]]
+    fig = go.Figure(go.Heatmap(
+        z=z, text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE + 2, "color": "white"},
+        customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale, zmin=0, zmax=1,
+        xgap=4, ygap=4, colorbar={"title": {"text": "segment id"}, "tickvals": [0.25, 0.75],
+                                  "ticktext": ["0: sentence A", "1: sentence B"], "tickfont": {"size": TICK_FONT_SIZE}},
+    ))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    base_layout(fig, "[CLS] A [SEP] B [SEP], with the segment id under each token", height=90 + 62 * rows)
+    fig.update_layout(margin={"t": 50, "b": 10}, plot_bgcolor="white")
     return fig
 
 

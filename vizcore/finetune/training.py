@@ -1,34 +1,35 @@
-"""Fine-tune a session's own copy of an encoder for text classification, optionally in a background thread.
+"""Fine-tune a session's own copy of an encoder for any task (vizcore/finetune/tasks.py), optionally in a
+background thread.
 
 The shared model (``LoadedModel.model``, cached for every session) is only ever *read*: training
-works on ``copy.deepcopy`` of it, so its weights stay byte-identical. The classifier is the encoder
-plus a dropout + linear head over the pooled hidden states (mean over real tokens, or [CLS]).
+works on ``copy.deepcopy`` of it, so its weights stay byte-identical. The task puts its head on the
+copy (a pooled-vector classifier, a per-token tagger, a start/end span head).
 
 Modes: ``head`` (encoder frozen), ``last_n`` (the last N encoder layers and the head), ``full``
 (everything). AdamW with a linear warm-up/decay schedule and gradient clipping, as in BERT's recipe.
 
-``TrainingJob`` runs ``train_classifier`` in a daemon thread limited to one torch thread (so other
-users of the same server stay responsive), reports progress through a lock-protected snapshot, and
-ends cleanly at the next step when its stop event is set, keeping the partial model. The app runs
-it through the server's ``vizcore.jobs.JobQueue``.
+``TrainingJob`` runs ``train_task`` in a daemon thread limited to one torch thread (so other users of
+the same server stay responsive), reports progress through a lock-protected snapshot, and ends cleanly
+at the next step when its stop event is set, keeping the partial model. The app runs it through the
+server's ``vizcore.jobs.JobQueue``.
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
 
 import numpy as np
 import torch
 from torch import nn
 
 from vizcore.errors import VizError
-from vizcore.finetune.datasets import LabelledTexts, TrainTestData
+from vizcore.finetune.classify import POOLINGS, SENTENCE, SequenceClassifier
+from vizcore.finetune.tasks import Task, TaskModel, pad_id_of
 from vizcore.jobs import BackgroundJob
 from vizcore.model.loading import LoadedModel
 
@@ -36,7 +37,6 @@ MODES = ("head", "last_n", "full")
 MODE_LABELS = {"head": "head only (encoder frozen)", "last_n": "last N layers + head", "full": "full model"}
 # The usual recipes: a frozen encoder's head learns fast at 1e-3..1e-2; all layers at 2e-5..5e-5.
 DEFAULT_LR = {"head": 2e-3, "last_n": 1e-4, "full": 5e-5}
-POOLINGS = ("mean", "cls")
 ProgressCallback = Callable[["Progress"], None]
 
 
@@ -49,7 +49,7 @@ class FinetuneConfig:
     batch_size: int = 16
     max_length: int = 64
     seed: int = 0
-    pooling: str = "mean"
+    pooling: str = "mean"  # sentence and pair tasks
     weight_decay: float = 0.01
     warmup_fraction: float = 0.1
 
@@ -75,32 +75,11 @@ class FinetuneConfig:
         return self
 
 
-def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """``hidden`` (B, T, H), ``mask`` (B, T) -> (B, H): mean over real tokens, or the first token."""
-    if pooling == "cls":
-        return hidden[:, 0]
-    weights = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
-    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
-
-
-class SequenceClassifier(nn.Module):
-    """Encoder -> pooled (B, H) -> dropout -> linear -> logits (B, C)."""
-
-    def __init__(self, encoder: nn.Module, num_labels: int, pooling: str = "mean", dropout: float = 0.1):
-        super().__init__()
-        self.encoder = encoder
-        self.pooling = pooling
-        hidden = int(getattr(encoder.config, "hidden_size", 0) or getattr(encoder.config, "dim", 0)
-                     or encoder.config.n_embd)
-        self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(hidden, num_labels)
-
-    def pooled(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        hidden = self.encoder(**batch).last_hidden_state  # (B, T, H)
-        return pool(hidden, batch["attention_mask"], self.pooling)
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.head(self.dropout(self.pooled(batch)))  # (B, C)
+def task_config(task: Task, **settings: Any) -> FinetuneConfig:
+    """The task's defaults (``task.defaults``) overridden by every setting that is not None."""
+    names = {f.name for f in fields(FinetuneConfig)}
+    given = {k: v for k, v in settings.items() if v is not None}
+    return FinetuneConfig(**{k: v for k, v in {**task.defaults, **given}.items() if k in names})
 
 
 def encoder_layers(model: nn.Module) -> nn.ModuleList:
@@ -116,64 +95,47 @@ def encoder_layers(model: nn.Module) -> nn.ModuleList:
     raise VizError(f"Cannot find the layer stack of a {type(model).__name__}: use mode head or full.")
 
 
-def set_trainable(classifier: SequenceClassifier, mode: str, last_n: int = 2) -> int:
+def set_trainable(model: TaskModel, mode: str, last_n: int = 2) -> int:
     """Freeze what the mode does not train; returns the number of trainable parameters."""
-    classifier.encoder.requires_grad_(mode == "full")
+    model.encoder.requires_grad_(mode == "full")
     if mode == "last_n":
-        for layer in list(encoder_layers(classifier.encoder))[-last_n:]:
+        for layer in list(encoder_layers(model.encoder))[-last_n:]:
             layer.requires_grad_(True)
-    classifier.head.requires_grad_(True)
-    return sum(p.numel() for p in classifier.parameters() if p.requires_grad)
+    model.head.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def new_model(loaded: LoadedModel, task: Task, data: Any, config: FinetuneConfig) -> TaskModel:
+    """The task's model on a deep copy of the shared encoder (the shared one is never touched)."""
+    torch.manual_seed(config.seed)
+    model = task.build(copy.deepcopy(loaded.model), data, config).to(loaded.device)
+    set_trainable(model, config.mode, config.last_n)
+    return model
 
 
 def new_classifier(loaded: LoadedModel, num_labels: int, config: FinetuneConfig) -> SequenceClassifier:
-    """A fresh classifier on a deep copy of the shared encoder (the shared one is never touched)."""
+    """A fresh sentence classifier on a deep copy of the shared encoder."""
     torch.manual_seed(config.seed)
-    encoder = copy.deepcopy(loaded.model)
-    classifier = SequenceClassifier(encoder, num_labels, config.pooling).to(loaded.device)
+    classifier = SequenceClassifier(copy.deepcopy(loaded.model), num_labels, config.pooling).to(loaded.device)
     set_trainable(classifier, config.mode, config.last_n)
     return classifier
 
 
-def encode_texts(tokenizer, texts: tuple[str, ...] | list[str], max_length: int) -> list[list[int]]:
-    """Token ids per text, with special tokens, truncated to ``max_length``."""
-    return tokenizer(list(texts), truncation=True, max_length=max_length, verbose=False)["input_ids"]
-
-
-def collate(ids: list[list[int]], pad_id: int, device: torch.device, model: nn.Module) -> dict[str, torch.Tensor]:
-    """Right-pad to the longest in the batch. Adds token_type_ids only when the model takes them."""
-    width = max(len(row) for row in ids)
-    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for i, row in enumerate(ids):
-        input_ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-        mask[i, : len(row)] = 1
-    batch = {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
-    if "token_type_ids" in inspect.signature(model.forward).parameters:
-        batch["token_type_ids"] = torch.zeros_like(input_ids).to(device)
-    return batch
-
-
-def pad_id_of(tokenizer) -> int:
-    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
-        if candidate is not None:
-            return int(candidate)
-    return 0
-
-
 @dataclass(frozen=True)
 class Progress:
-    """A snapshot for progress bars and curves. ``eval_accuracy`` is the latest held-out accuracy."""
+    """A snapshot for progress bars and curves. ``eval_score`` is the latest held-out figure of the task's
+    metric (``metric_label``)."""
 
     step: int
     total_steps: int
     epoch: int  # 1-based epoch of the current step
     epochs: int
     loss: float | None
-    train_accuracy: float | None  # accuracy on the current batch
-    eval_accuracy: float | None
+    train_score: float | None  # the task's batch score (e.g. accuracy) on the current batch
+    eval_score: float | None
     elapsed_s: float
     eta_s: float | None
+    metric_label: str = "accuracy"
 
     @property
     def fraction(self) -> float:
@@ -182,20 +144,25 @@ class Progress:
 
 @dataclass
 class History:
-    """Per step: loss and batch accuracy; per evaluation: held-out accuracy (step 0 = before training)."""
+    """Per step: loss and batch score; per evaluation: the task's held-out figures (step 0 = before training).
 
-    steps: list[dict] = field(default_factory=list)  # {"step", "epoch", "loss", "train_accuracy"}
-    evals: list[dict] = field(default_factory=list)  # {"step", "epoch", "accuracy"}
+    ``evals`` rows are ``{"step", "epoch", "score", **task.evaluate()}``, ``score`` being the main metric.
+    """
+
+    steps: list[dict] = field(default_factory=list)  # {"step", "epoch", "loss", "train_score"}
+    evals: list[dict] = field(default_factory=list)
+    metric_label: str = "accuracy"
+    batch_label: str = "accuracy"
 
     def copy(self) -> "History":
-        return History(list(self.steps), list(self.evals))
+        return History(list(self.steps), list(self.evals), self.metric_label, self.batch_label)
 
 
 @dataclass
 class FinetuneResult:
-    classifier: SequenceClassifier  # eval mode, on the model's device; the session's own copy
+    model: TaskModel  # eval mode, on the model's device; the session's own copy
     tokenizer: object
-    label_names: tuple[str, ...]
+    label_names: tuple[str, ...]  # classes or tags; () for QA
     config: FinetuneConfig
     history: History
     steps_done: int
@@ -205,31 +172,22 @@ class FinetuneResult:
     trainable_parameters: int
     total_parameters: int
     model_name: str
+    task: Task = SENTENCE
 
     @property
-    def final_eval_accuracy(self) -> float | None:
-        return self.history.evals[-1]["accuracy"] if self.history.evals else None
+    def classifier(self) -> TaskModel:
+        """The model, by the name the classification pages use."""
+        return self.model
 
+    @property
+    def scores(self) -> dict[str, float]:
+        """The last held-out figures (the task's ``evaluate`` dict)."""
+        last = self.history.evals[-1] if self.history.evals else {}
+        return {k: v for k, v in last.items() if k not in ("step", "epoch", "score")}
 
-def predict_proba(classifier: SequenceClassifier, tokenizer, texts: list[str] | tuple[str, ...],
-                  max_length: int, batch_size: int = 32) -> np.ndarray:
-    """Class probabilities (N, C) of the classifier in eval mode (dropout off)."""
-    was_training = classifier.training
-    classifier.eval()
-    device = next(classifier.parameters()).device
-    ids, pad = encode_texts(tokenizer, texts, max_length), pad_id_of(tokenizer)
-    out = []
-    with torch.inference_mode():
-        for start in range(0, len(ids), batch_size):
-            batch = collate(ids[start: start + batch_size], pad, device, classifier.encoder)
-            out.append(torch.softmax(classifier(batch).float(), dim=-1).cpu().numpy())
-    classifier.train(was_training)
-    return np.concatenate(out) if out else np.zeros((0, classifier.head.out_features), dtype=np.float32)
-
-
-def accuracy_on(classifier: SequenceClassifier, tokenizer, data: LabelledTexts, max_length: int) -> float:
-    probs = predict_proba(classifier, tokenizer, data.texts, max_length)
-    return float((probs.argmax(1) == data.labels).mean()) if len(data) else float("nan")
+    @property
+    def final_score(self) -> float | None:
+        return self.history.evals[-1]["score"] if self.history.evals else None
 
 
 def linear_schedule(total_steps: int, warmup_fraction: float) -> Callable[[int], float]:
@@ -243,19 +201,19 @@ def linear_schedule(total_steps: int, warmup_fraction: float) -> Callable[[int],
     return factor
 
 
-def _train_mode(classifier: SequenceClassifier, mode: str) -> None:
+def _train_mode(model: TaskModel, mode: str) -> None:
     # A frozen encoder stays in eval mode (no dropout), so the head sees the same features each epoch.
-    classifier.train()
+    model.train()
     if mode == "head":
-        classifier.encoder.eval()
+        model.encoder.eval()
 
 
-def train_classifier(
-    loaded: LoadedModel, data: TrainTestData, config: FinetuneConfig,
+def train_task(
+    loaded: LoadedModel, task: Task, data: Any, config: FinetuneConfig,
     on_progress: ProgressCallback | None = None, stop: threading.Event | None = None,
     history: History | None = None,
 ) -> FinetuneResult:
-    """Train a copy of ``loaded.model`` with a new head on ``data.train``; evaluate on ``data.test``.
+    """Train a copy of ``loaded.model`` with ``task``'s head on ``data.train``; evaluate on ``data.test``.
 
     Evaluates before training (step 0), after every epoch and where it stops. ``stop`` ends the run
     at the next step; the partial model is returned with ``stopped=True``. ``history``, when given,
@@ -263,95 +221,105 @@ def train_classifier(
     """
     config = config.validate(loaded.num_layers)
     started = time.perf_counter()
-    classifier = new_classifier(loaded, len(data.train.label_names), config)
-    params = [p for p in classifier.parameters() if p.requires_grad]
+    model = new_model(loaded, task, data, config)
+    params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
-    steps_per_epoch = math.ceil(len(data.train) / config.batch_size)
+    features = task.encode(loaded.tokenizer, data.train, config.max_length)
+    steps_per_epoch = math.ceil(len(features) / config.batch_size)
     total = steps_per_epoch * config.epochs
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(total, config.warmup_fraction))
-    ids = encode_texts(loaded.tokenizer, data.train.texts, config.max_length)
-    labels = torch.as_tensor(data.train.labels, device=loaded.device)
-    pad, rng = pad_id_of(loaded.tokenizer), np.random.default_rng(config.seed)
+    rng = np.random.default_rng(config.seed)
     history = History() if history is None else history
-    loop = _Loop(classifier, loaded, data, config, history, on_progress, started, total)
-    features = _Features(classifier, ids, pad, loaded.device, cache=config.mode == "head")
+    history.metric_label, history.batch_label = task.metric_label, task.batch_label
+    loop = _Loop(model, task, loaded, data, config, history, on_progress, started, total)
+    batches = _Batches(model, task, features, pad_id_of(loaded.tokenizer), loaded.device, cache=config.mode == "head")
     loop.evaluate(0, 0)
     step, stopped = 0, False
     for epoch in range(1, config.epochs + 1):
-        order = rng.permutation(len(ids))
-        _train_mode(classifier, config.mode)
+        order = rng.permutation(len(features))
+        _train_mode(model, config.mode)
         for start in range(0, len(order), config.batch_size):
             if stop is not None and stop.is_set():
                 stopped = True
                 break
-            chosen = order[start: start + config.batch_size]
-            logits = features.logits(chosen)  # (B, C)
-            loss = nn.functional.cross_entropy(logits, labels[chosen])
+            outputs, targets = batches.outputs(order[start: start + config.batch_size])
+            loss = task.loss(outputs, targets)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             scheduler.step()
             step += 1
-            correct = float((logits.argmax(1) == labels[chosen]).float().mean())
-            loop.record_step(step, epoch, loss.item(), correct)
+            loop.record_step(step, epoch, loss.item(), task.batch_score(outputs, targets))
         if stopped or step == 0:
             break
         loop.evaluate(step, epoch)
     if stopped and step > 0 and history.evals[-1]["step"] != step:
         loop.evaluate(step, max(1, math.ceil(step / steps_per_epoch)))
-    classifier.eval()
+    model.eval()
     return FinetuneResult(
-        classifier=classifier, tokenizer=loaded.tokenizer, label_names=data.train.label_names,
+        model=model, tokenizer=loaded.tokenizer, label_names=tuple(getattr(data.train, "label_names", ())),
         config=config, history=history, steps_done=step, total_steps=total, stopped=stopped,
         seconds=time.perf_counter() - started, trainable_parameters=sum(p.numel() for p in params),
-        total_parameters=sum(p.numel() for p in classifier.parameters()), model_name=loaded.name)
+        total_parameters=sum(p.numel() for p in model.parameters()), model_name=loaded.name, task=task)
 
 
-class _Features:
-    """Logits for a batch of training examples. With a frozen encoder (``cache``), each example's
-    pooled vector is computed once, in the first epoch, and reused: later epochs train only the head."""
+def train_classifier(loaded: LoadedModel, data: Any, config: FinetuneConfig,
+                     on_progress: ProgressCallback | None = None, stop: threading.Event | None = None,
+                     history: History | None = None) -> FinetuneResult:
+    """``train_task`` for sentence classification (the lab's first task)."""
+    return train_task(loaded, SENTENCE, data, config, on_progress, stop, history)
 
-    def __init__(self, classifier: SequenceClassifier, ids: list[list[int]], pad: int,
-                 device: torch.device, cache: bool):
-        self.classifier, self.ids, self.pad, self.device, self.cache = classifier, ids, pad, device, cache
-        self.pooled: dict[int, torch.Tensor] = {}
 
-    def logits(self, chosen: np.ndarray) -> torch.Tensor:
+class _Batches:
+    """A training batch's outputs and targets. With a frozen encoder (``cache``), each example's hidden
+    states are computed once, in the first epoch, and reused: later epochs train only the head."""
+
+    def __init__(self, model: TaskModel, task: Task, features: list, pad: int, device: torch.device, cache: bool):
+        self.model, self.task, self.features, self.pad, self.device = model, task, features, pad, device
+        self.cache = cache
+        self.hidden: dict[int, torch.Tensor] = {}  # example -> (T_i, H), its real tokens only
+
+    def outputs(self, chosen: np.ndarray) -> tuple[Any, Any]:
+        chosen = [int(i) for i in chosen]
+        batch = self.task.collate([self.features[i] for i in chosen], self.pad, self.device, self.model.encoder)
         if not self.cache:
-            batch = collate([self.ids[i] for i in chosen], self.pad, self.device, self.classifier.encoder)
-            return self.classifier(batch)
-        missing = [int(i) for i in chosen if int(i) not in self.pooled]
+            return self.model(batch.inputs), batch.targets
+        missing = [i for i in chosen if i not in self.hidden]
         if missing:
-            batch = collate([self.ids[i] for i in missing], self.pad, self.device, self.classifier.encoder)
+            fresh = self.task.collate([self.features[i] for i in missing], self.pad, self.device, self.model.encoder)
+            lengths = fresh.inputs["attention_mask"].sum(1).tolist()
             with torch.no_grad():
-                for i, vector in zip(missing, self.classifier.pooled(batch)):
-                    self.pooled[i] = vector
-        pooled = torch.stack([self.pooled[int(i)] for i in chosen])  # (B, H)
-        return self.classifier.head(self.classifier.dropout(pooled))
+                for i, states, n in zip(missing, self.model.hidden(fresh.inputs), lengths):
+                    self.hidden[i] = states[: int(n)]
+        width = batch.inputs["input_ids"].shape[1]
+        hidden = torch.stack([nn.functional.pad(self.hidden[i], (0, 0, 0, width - len(self.hidden[i])))
+                              for i in chosen])  # (B, T, H), zeros where the mask is 0
+        return self.model.from_hidden(hidden, batch.inputs), batch.targets
 
 
 class _Loop:
     """Bookkeeping of one run: history rows, evaluations, progress snapshots with an ETA."""
 
-    def __init__(self, classifier, loaded, data, config, history, on_progress, started, total):
-        self.classifier, self.loaded, self.data, self.config = classifier, loaded, data, config
+    def __init__(self, model, task, loaded, data, config, history, on_progress, started, total):
+        self.model, self.task, self.loaded, self.data, self.config = model, task, loaded, data, config
         self.history, self.on_progress, self.started, self.total = history, on_progress, started, total
         self.train_started: float | None = None
 
     def evaluate(self, step: int, epoch: int) -> None:
-        accuracy = accuracy_on(self.classifier, self.loaded.tokenizer, self.data.test, self.config.max_length)
-        self.history.evals.append({"step": step, "epoch": epoch, "accuracy": accuracy})
-        _train_mode(self.classifier, self.config.mode)
+        self.model.eval()
+        scores = self.task.evaluate(self.model, self.loaded.tokenizer, self.data.test, self.config.max_length)
+        self.history.evals.append({"step": step, "epoch": epoch, "score": scores[self.task.metric], **scores})
+        _train_mode(self.model, self.config.mode)
         if step == 0:
             self.train_started = time.perf_counter()
         self._report(step, max(epoch, 1), None, None)
 
-    def record_step(self, step: int, epoch: int, loss: float, accuracy: float) -> None:
-        self.history.steps.append({"step": step, "epoch": epoch, "loss": loss, "train_accuracy": accuracy})
-        self._report(step, epoch, loss, accuracy)
+    def record_step(self, step: int, epoch: int, loss: float, score: float) -> None:
+        self.history.steps.append({"step": step, "epoch": epoch, "loss": loss, "train_score": score})
+        self._report(step, epoch, loss, score)
 
-    def _report(self, step: int, epoch: int, loss: float | None, accuracy: float | None) -> None:
+    def _report(self, step: int, epoch: int, loss: float | None, score: float | None) -> None:
         if self.on_progress is None:
             return
         now = time.perf_counter()
@@ -359,12 +327,13 @@ class _Loop:
         if step > 0 and self.train_started is not None:
             eta = (now - self.train_started) / step * (self.total - step)
         evals = self.history.evals
-        self.on_progress(Progress(step, self.total, epoch, self.config.epochs, loss, accuracy,
-                                  evals[-1]["accuracy"] if evals else None, now - self.started, eta))
+        self.on_progress(Progress(step, self.total, epoch, self.config.epochs, loss, score,
+                                  evals[-1]["score"] if evals else None, now - self.started, eta,
+                                  self.task.metric_label))
 
 
 class TrainingJob(BackgroundJob):
-    """``train_classifier`` in a background thread with one torch thread; poll ``snapshot()``.
+    """``train_task`` in a background thread with one torch thread; poll ``snapshot()``.
 
     Submit it to a ``vizcore.jobs.JobQueue`` (or ``start()`` it). ``status`` is ``waiting``, ``running``,
     ``done``, ``stopped`` or ``error`` (then ``error`` holds the message); ``result`` is set when it ends.
@@ -374,10 +343,11 @@ class TrainingJob(BackgroundJob):
     kind = "fine-tuning run"
     failure = "Training failed"
 
-    def __init__(self, loaded: LoadedModel, data: TrainTestData, config: FinetuneConfig, threads: int = 1):
+    def __init__(self, loaded: LoadedModel, data: Any, config: FinetuneConfig, threads: int = 1,
+                 task: Task = SENTENCE):
         config.validate(loaded.num_layers)  # bad settings fail here, in the caller, not in the thread
         super().__init__()
-        self.loaded, self.data, self.config, self.threads = loaded, data, config, threads
+        self.loaded, self.data, self.config, self.threads, self.task = loaded, data, config, threads, task
         self._lock = threading.Lock()
         self._history = History()
         self._progress: Progress | None = None
@@ -394,8 +364,8 @@ class TrainingJob(BackgroundJob):
             self._progress = progress
 
     def _run(self) -> None:
-        self.result = train_classifier(self.loaded, self.data, self.config, on_progress=self._on_progress,
-                                       stop=self._stop, history=self._history)
+        self.result = train_task(self.loaded, self.task, self.data, self.config, on_progress=self._on_progress,
+                                 stop=self._stop, history=self._history)
 
     def _was_stopped(self) -> bool:
         return self.result.stopped if self.result is not None else super()._was_stopped()

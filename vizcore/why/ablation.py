@@ -21,7 +21,8 @@ import torch
 
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import js_divergence
-from vizcore.finetune.training import SequenceClassifier, collate, encode_texts, pad_id_of, predict_proba
+from vizcore.finetune.classify import SequenceClassifier, encode_texts, predict_proba
+from vizcore.finetune.tasks import collate, pad_id_of
 from vizcore.mlm.fill_mask import MAX_TOP_K, top_predictions
 from vizcore.mlm.fill_mask import forward as mlm_forward
 from vizcore.model import arch as archs

@@ -33,7 +33,9 @@ import torch
 
 from vizcore.attention.aggregate import attention_rollout
 from vizcore.errors import VizError
-from vizcore.finetune.training import FinetuneResult, collate, encode_texts, pad_id_of
+from vizcore.finetune.classify import encode_texts
+from vizcore.finetune.tasks import collate, pad_id_of
+from vizcore.finetune.training import FinetuneResult
 from vizcore.mlm.fill_mask import decode_token
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import check_text

@@ -32,8 +32,10 @@ import torch
 
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import finetuned_model
+from vizcore.finetune.classify import SequenceClassifier, encode_texts
 from vizcore.finetune.datasets import LabelledTexts
-from vizcore.finetune.training import FinetuneResult, SequenceClassifier, collate, encode_texts, pad_id_of
+from vizcore.finetune.tasks import collate, pad_id_of
+from vizcore.finetune.training import FinetuneResult
 from vizcore.jobs import BackgroundJob
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import head_scale_hooks, hooks
