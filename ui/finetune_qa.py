@@ -98,16 +98,21 @@ def _analysis(result, data: QAData) -> dict:
         "gold answer": [" | ".join(a.text for a in e.answers) for e in examples],
         "predicted": predictions, "token F1": scores["token_f1"], "exact": scores["exact_match"] == 1.0,
         "passage": [e.title or e.context[:40] + "…" for e in examples],
-    }).reset_index(names="index")
-    analysis = {"result": result, "table": table.sort_values(["token F1", "index"], kind="stable"),
+    })  # the index is the question's position in the held-out set
+    analysis = {"result": result, "table": table.sort_values("token F1", kind="stable"),
                 "baselines": baseline_scores(examples)}
     st.session_state[KEY_ANALYSIS] = analysis
     return analysis
 
 
+def attention_inputs(data: QAData) -> tuple[list[str], list[str]]:
+    """The held-out (question, passage) pairs, for the lab's before / after attention view."""
+    return [e.question for e in data.test.examples], [e.context for e in data.test.examples]
+
+
 def results_section(result, data: QAData) -> None:
-    """Exact match and token F1 (before and after), baselines, every held-out question, one question's
-    start / end probabilities and highlighted passage, and a passage and question of your own."""
+    """Token F1 and exact match beside the baselines, every held-out question, one question's start / end
+    probabilities and highlighted passage, and a passage and question of your own."""
     analysis = _analysis(result, data)
     _scores(result, analysis)
     _examples(analysis)
@@ -116,28 +121,25 @@ def results_section(result, data: QAData) -> None:
 
 
 def _scores(result, analysis: dict) -> None:
+    """Token F1 and exact match beside what answers without fine-tuning get (the headline figures above
+    are the lab's)."""
     before, after = result.history.evals[0], result.scores
-    columns = st.columns(4)
-    columns[0].metric("Held-out token F1", f"{after['token_f1']:.1%}", f"{after['token_f1'] - before['token_f1']:+.1%} "
-                      "vs before", help="Words shared by the predicted and the gold answer (harmonic mean of "
-                      "precision and recall), after SQuAD's normalisation; the mean over questions")
-    columns[1].metric("Held-out exact match", f"{after['exact_match']:.1%}",
-                      f"{after['exact_match'] - before['exact_match']:+.1%} vs before",
-                      help="The predicted answer equals the gold answer after normalisation (lower case, "
-                      "no punctuation, no a / an / the)")
-    columns[2].metric("Held-out questions", len(analysis["table"]))
-    columns[3].metric("Steps", f"{result.steps_done}/{result.total_steps}")
-    rows = [{"model": "before training (step 0: a random span head)", "token F1": before["token_f1"],
-             "exact match": before["exact_match"]}]
-    rows += [{"model": f"no model: {name}", "token F1": s["token_f1"], "exact match": s["exact_match"]}
-             for name, s in analysis["baselines"].items()]
-    rows.append({"model": "after fine-tuning", "token F1": after["token_f1"], "exact match": after["exact_match"]})
+    rows = [{"answers from": "the model before training (step 0: an untrained span head)", **_pair(before)}]
+    rows += [{"answers from": f"no model: {name}", **_pair(s)} for name, s in analysis["baselines"].items()]
+    rows.append({"answers from": "the fine-tuned model", **_pair(after)})
+    st.subheader("Against baselines")
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{KEY}.scores", column_config={
-        "model": st.column_config.TextColumn("answers from", width="large"),
-        "token F1": st.column_config.NumberColumn(format="percent"),
-        "exact match": st.column_config.NumberColumn(format="percent")})
-    st.caption(f"Training took {result.seconds:.0f} s. The baselines answer with a whole sentence, so their "
-               "exact match is about zero; their token F1 shows how much word overlap alone gets.")
+        "answers from": st.column_config.TextColumn(width="large"),
+        "token F1": st.column_config.NumberColumn(format="%.3f"),
+        "exact match": st.column_config.NumberColumn(format="%.3f")})
+    st.caption("Token F1: the words shared by the predicted and the gold answer (harmonic mean of precision and "
+               "recall) after SQuAD's normalisation (lower case, no punctuation, no a / an / the); exact match: "
+               "the two are equal after it. Both are means over the held-out questions. The sentence baselines "
+               "answer with a whole sentence, so their exact match is about zero.")
+
+
+def _pair(scores: dict) -> dict[str, float]:
+    return {"token F1": scores["token_f1"], "exact match": scores["exact_match"]}
 
 
 def _examples(analysis: dict) -> None:
@@ -146,7 +148,7 @@ def _examples(analysis: dict) -> None:
     wrong = int((~table["exact"]).sum())
     if st.checkbox(f"Only the {wrong} not exactly right", key=f"{KEY}.only_wrong"):
         table = table[~table["exact"]]
-    st.dataframe(table.drop(columns=["index"]), hide_index=True, width="stretch", key=f"{KEY}.examples",
+    st.dataframe(table, hide_index=True, width="stretch", key=f"{KEY}.examples",
                  column_config={
                      "question": st.column_config.TextColumn(width="large"),
                      "token F1": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
@@ -157,10 +159,8 @@ def _examples(analysis: dict) -> None:
 def _one_example(result, data: QAData, analysis: dict) -> None:
     st.subheader("Where the model looks for the answer")
     table = analysis["table"]
-    order = table["index"].tolist()
-    choice = st.selectbox("Held-out question (mistakes first)", order, key=f"{KEY}.example",
-                          format_func=lambda i: f"{data.test.examples[i].question} (F1 "
-                                                f"{table.set_index('index').at[i, 'token F1']:.2f})")
+    choice = st.selectbox("Held-out question (mistakes first)", table.index.tolist(), key=f"{KEY}.example",
+                          format_func=lambda i: f"{data.test.examples[i].question} (F1 {table.at[i, 'token F1']:.2f})")
     reading = read_example(result.model, result.tokenizer, data.test.examples[choice], result.config.max_length)
     _reading(reading, "example")
 

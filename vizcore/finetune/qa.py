@@ -114,23 +114,25 @@ def decode_text(data: bytes, name: str) -> str:
     return text
 
 
-def read_qa_bytes(data: bytes, name: str = "upload.json", seed: int = 0) -> QAData:
-    """A SQuAD, flat JSON or CSV upload (chosen by the name's extension, else by the first character)."""
+def read_qa_bytes(data: bytes, name: str = "upload.json", seed: int = 0,
+                  columns: dict[str, str] | None = None) -> QAData:
+    """A SQuAD, flat JSON or CSV upload (chosen by the name's extension, else by the first character).
+    ``columns`` renames a CSV's columns: ``{"context": ..., "question": ..., "answer": ...}``."""
     text = decode_text(data, name)
     is_csv = name.lower().endswith(".csv") or (not name.lower().endswith(".json")
                                               and text.lstrip()[:1] not in ("{", "["))
-    rows, skipped = (_csv_rows(text, name), 0) if is_csv else _json_rows(text, name)
+    rows, skipped = (_csv_rows(text, name, columns or {}), 0) if is_csv else _json_rows(text, name)
     return _train_test(rows, name, seed, skipped)
 
 
-def read_qa_file(path: str | Path, seed: int = 0) -> QAData:
+def read_qa_file(path: str | Path, seed: int = 0, columns: dict[str, str] | None = None) -> QAData:
     path = Path(path)
     if not path.is_file():
         raise VizError(f"QA file '{path}' does not exist.")
     if path.stat().st_size > MAX_BYTES:
         raise VizError(f"'{path.name}' is {path.stat().st_size / 1e6:.1f} MB; the limit is "
                        f"{MAX_BYTES / 1e6:.0f} MB. Use fewer passages.")
-    return read_qa_bytes(path.read_bytes(), path.name, seed)
+    return read_qa_bytes(path.read_bytes(), path.name, seed, columns)
 
 
 def builtin_qa() -> QAData:
@@ -139,13 +141,15 @@ def builtin_qa() -> QAData:
     return replace(data, source=BUILTIN_NAME, split_note="the fixed split by passage (every fifth passage)")
 
 
-def load_qa(train: str, eval_path: str | None = None, seed: int = 0) -> QAData:
+def load_qa(train: str, eval_path: str | None = None, seed: int = 0,
+            columns: dict[str, str] | None = None) -> QAData:
     """CLI entry: ``train`` is ``builtin`` or a file; with ``eval_path`` every question of ``train``
-    (the built-in set: its train split) trains and the eval file's questions are held out."""
-    data = builtin_qa() if train == BUILTIN_NAME else read_qa_file(train, seed)
+    (the built-in set: its train split) trains and the eval file's questions are held out. ``columns``
+    renames a CSV's columns (see ``read_qa_bytes``)."""
+    data = builtin_qa() if train == BUILTIN_NAME else read_qa_file(train, seed, columns)
     if eval_path is None:
         return data
-    held_out = read_qa_file(eval_path, seed)
+    held_out = read_qa_file(eval_path, seed, columns)
     everything = data.train if train == BUILTIN_NAME else QASet(data.train.examples + data.test.examples)
     return QAData(everything, QASet(held_out.train.examples + held_out.test.examples),
                   BUILTIN_NAME if train == BUILTIN_NAME else Path(train).name,
@@ -270,7 +274,7 @@ def _example(qid: str, title: str, context: str, question: str, answers: tuple[A
 
 # ---- CSV ---------------------------------------------------------------------------------------------
 
-def _csv_rows(text: str, name: str) -> list[_Row]:
+def _csv_rows(text: str, name: str, columns: dict[str, str]) -> list[_Row]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = [str(c).strip().lower() for c in (reader.fieldnames or [])]
@@ -278,18 +282,19 @@ def _csv_rows(text: str, name: str) -> list[_Row]:
     except csv.Error as error:
         raise VizError(f"'{name}' could not be read as CSV: {error} (put texts that contain commas or "
                        "line breaks in double quotes).") from error
-    missing = [c for c in CSV_COLUMNS if c not in header]
+    wanted = [columns.get(role, role).strip().lower() for role in CSV_COLUMNS]
+    missing = [c for c in wanted if c not in header]
     if missing:
         have = ", ".join(f"'{c}'" for c in header) or "none"
         raise VizError(f"'{name}' has no column {', '.join(repr(c) for c in missing)} (columns: {have}). "
-                       "A QA CSV needs the columns context, question and answer.")
+                       "A QA CSV needs a context, a question and an answer column.")
     rows, passages = [], {}
     for line, record in enumerate(records, start=2):  # line 1 is the header
         if None in record or None in record.values():  # DictReader's marks for extra and missing fields
             raise VizError(f"'{name}' row {line} has a different number of fields than the header: put "
                            "texts that contain commas in double quotes.")
         record = {str(k).strip().lower(): v for k, v in record.items()}
-        context, question, answer = (record[c] for c in CSV_COLUMNS)
+        context, question, answer = (record[c] for c in wanted)
         if not (context.strip() or question.strip() or answer.strip()):
             continue
         where = f"'{name}' row {line}"

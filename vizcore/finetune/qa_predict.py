@@ -7,7 +7,6 @@ with an ``encoder`` attribute (the QA task's ``TaskModel``). Predictions run in 
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -29,35 +28,9 @@ from vizcore.finetune.qa_spans import (
     encode_features,
     softmax,
 )
+from vizcore.finetune.tasks import collate, pad_id_of
 
 BATCH = 32
-
-
-def takes_segments(encoder: nn.Module) -> bool:
-    return "token_type_ids" in inspect.signature(encoder.forward).parameters
-
-
-def collate_features(features: Sequence[QAFeature], pad_id: int, device: torch.device,
-                     encoder: nn.Module) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` (B, T) and, when the encoder takes them, the
-    segment ids as ``token_type_ids``."""
-    width = max(len(f.input_ids) for f in features)
-    ids = torch.full((len(features), width), pad_id, dtype=torch.long)
-    segments = torch.zeros((len(features), width), dtype=torch.long)
-    mask = torch.zeros((len(features), width), dtype=torch.long)
-    for row, feature in enumerate(features):
-        length = len(feature.input_ids)
-        ids[row, :length] = torch.tensor(feature.input_ids)
-        segments[row, :length] = torch.tensor(feature.segments)
-        mask[row, :length] = 1
-    inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-    if takes_segments(encoder):
-        inputs["token_type_ids"] = segments.to(device)
-    return inputs
-
-
-def pad_id(tokenizer) -> int:
-    return int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
 
 
 def window_logits(model: nn.Module, tokenizer, features: Sequence[QAFeature]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -69,7 +42,9 @@ def window_logits(model: nn.Module, tokenizer, features: Sequence[QAFeature]) ->
     with torch.inference_mode():
         for first in range(0, len(features), BATCH):
             chunk = features[first: first + BATCH]
-            starts, ends = model(collate_features(chunk, pad_id(tokenizer), device, model.encoder))  # (B, T) each
+            inputs = collate([list(f.input_ids) for f in chunk], pad_id_of(tokenizer), device, model.encoder,
+                             [list(f.segments) for f in chunk])
+            starts, ends = model(inputs)  # (B, T) each
             for row, feature in enumerate(chunk):
                 length = len(feature.input_ids)
                 out.append((starts[row, :length].float().cpu().numpy(), ends[row, :length].float().cpu().numpy()))

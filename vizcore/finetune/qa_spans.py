@@ -69,7 +69,11 @@ def answer_tokens(offsets: Sequence[tuple[int, int]], passage: tuple[int, int], 
 def encode_features(tokenizer, examples: Sequence[QAExample], max_length: int,
                     stride: int | None = None) -> list[QAFeature]:
     """Features of ``examples``: one each (truncated passage) when ``stride`` is None, else every
-    window of ``max_length`` tokens with ``stride`` tokens of overlap, for evaluation."""
+    window of ``max_length`` tokens with ``stride`` tokens of overlap, for evaluation. ``max_length``
+    is capped at the tokenizer's ``model_max_length`` (the model has no position embeddings beyond)."""
+    limit = getattr(tokenizer, "model_max_length", None)
+    if limit is not None and 0 < limit < 1_000_000:  # hub tokenizers without a limit say 1e30
+        max_length = min(max_length, int(limit))
     if not getattr(tokenizer, "is_fast", False):
         raise VizError("Question answering needs a 'fast' tokenizer (it maps tokens back to characters); "
                        "this model's tokenizer is not one. Choose another model.")
@@ -93,8 +97,10 @@ def _feature(encoded, row: int, owner: int, example: QAExample) -> QAFeature:
                        "invisible characters?). Give it a real passage.")
     passage = (inside[0], inside[-1])
     offsets = tuple(tuple(o) if s == 1 else NO_OFFSET for o, s in zip(encoded["offset_mapping"][row], sequence))
-    answer = example.answers[0]
-    start, end = answer_tokens(offsets, passage, answer.start, answer.end)
+    start, end = CLS, CLS  # a question of your own has no gold answer
+    if example.answers:
+        answer = example.answers[0]
+        start, end = answer_tokens(offsets, passage, answer.start, answer.end)
     segments = tuple(int(i >= passage[0]) for i in range(len(sequence)))
     return QAFeature(owner, tuple(encoded["input_ids"][row]), segments, offsets, passage, start, end)
 
