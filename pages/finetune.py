@@ -1,6 +1,7 @@
 """Fine-tuning lab: train a classifier on the session's own copy of the model, live; see what changed.
 
-Computation: vizcore/finetune/ (datasets, training, analysis, tiny), jobs: vizcore/jobs.py, ui/jobs.py ·
+Computation: vizcore/finetune/ (tasks, training, classify, token_task, qa_task, datasets, analysis, tiny),
+jobs: vizcore/jobs.py, ui/jobs.py · per-task views: ui/finetune_classify.py, ui/finetune_token.py, ui/finetune_qa.py ·
 figures: vizcore/finetune/figures.py · CLI: python -m vizcore finetune (vizcore/finetune/cli.py)
 """
 
@@ -12,10 +13,12 @@ from ui.tiny_views import tiny_panel
 
 st.title("Fine-tuning lab")
 st.markdown(
-    "Teach the model a new task, sentiment, and watch it learn. Training uses **your own copy** of the "
-    "model: the shared one that every page and every other user sees is never changed. Freeze the "
-    "encoder and train only a small head, or let every layer move; then see what changed inside: "
-    "accuracy, attention heads, and where sentences sit in the model's space.")
+    "Teach the model a new task and watch it learn: a label per sentence (sentiment), a label per pair of "
+    "sentences (does B follow from A?), a tag per word (names of people, places, organisations) or the "
+    "answer's span in a passage. Training uses **your own copy** of the model: the shared one that every "
+    "page and every other user sees is never changed. Freeze the encoder and train only a small head, or "
+    "let every layer move; then see what changed inside: held-out scores, attention heads, and where "
+    "examples sit in the model's space.")
 
 url_state.write()
 tab_bert, tab_tiny = st.tabs(["Fine-tune the model", "Tiny Transformer from scratch"])

@@ -20,7 +20,7 @@ from vizcore.errors import VizError
 from vizcore.finetune.classify import POOLING_LABELS, POOLINGS
 from vizcore.finetune.datasets import TrainTestData, builtin_data, read_csv_bytes
 from vizcore.finetune.tasks import Task
-from vizcore.finetune.training import DEFAULT_LR, MODE_LABELS, MODES, FinetuneConfig, TrainingJob, task_config
+from vizcore.finetune.training import MODE_LABELS, MODES, FinetuneConfig, TrainingJob, default_lr, task_config
 from vizcore.model.loading import LoadedModel
 
 KEY_JOB = "finetune.job"
@@ -55,9 +55,10 @@ def settings_section(num_layers: int, task: Task) -> FinetuneConfig:
     columns = st.columns(6)
     last_n = columns[0].number_input("N (last layers)", 1, num_layers, min(2, num_layers), key="finetune.last_n",
                                      disabled=mode != "last_n")
-    lr = columns[1].number_input("Learning rate", 1e-6, 1.0, DEFAULT_LR[mode], format="%.0e",
-                                 key=f"finetune.lr_{mode}", help="Each mode keeps its own value; default "
-                                 + ", ".join(f"{MODE_LABELS[m].split(' (')[0]} {v:g}" for m, v in DEFAULT_LR.items()))
+    own = f"finetune.{task.name}.lr_{mode}" if mode in task.learning_rates else f"finetune.lr_{mode}"
+    lr = columns[1].number_input("Learning rate", 1e-6, 1.0, default_lr(task, mode), format="%.0e", key=own,
+                                 help="Each mode keeps its own value; default for this task "
+                                 + ", ".join(f"{MODE_LABELS[m].split(' (')[0]} {default_lr(task, m):g}" for m in MODES))
     epochs = columns[2].number_input("Epochs", 1, 100, defaults.epochs, key=_key(task, "epochs"))
     batch = columns[3].number_input("Batch size", 1, 512, defaults.batch_size, key=_key(task, "batch_size"))
     length = columns[4].number_input("Max length (tokens)", 8, 512, defaults.max_length, key=_key(task, "max_length"),

@@ -96,8 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--last-n", type=int, default=2, help="layers trained in mode last_n (default: 2)")
     parser.add_argument("--epochs", type=int, default=None, help="passes over the training set (default: the task's)")
     parser.add_argument("--lr", type=float, default=None,
-                        help="learning rate (default: "
-                        + ", ".join(f"{m} {lr:g}" for m, lr in DEFAULT_LR.items()) + ")")
+                        help="learning rate (default per mode: "
+                        + ", ".join(f"{m} {lr:g}" for m, lr in DEFAULT_LR.items())
+                        + "; a task may set its own, see docs/FINETUNE.md)")
     parser.add_argument("--batch-size", type=int, default=None, help="examples per step (default: the task's)")
     parser.add_argument("--max-length", type=int, default=None,
                         help="tokens per example, truncated (default: the task's; 64 for sentences)")

@@ -113,7 +113,7 @@ def pca_scatter(before: np.ndarray, after: np.ndarray, labels: np.ndarray, label
     return fig
 
 
-def segment_strip(tokens: list[str], segments: list[int], per_row: int = 10) -> go.Figure:
+def segment_strip(tokens: list[str], segments: list[int], per_row: int = 8) -> go.Figure:
     """A pair as the model reads it: each token in a cell coloured by its segment id (0 = sentence A,
     1 = sentence B), ``per_row`` tokens a row; hover gives position, token and segment id."""
     rows = -(-len(tokens) // per_row)
@@ -126,7 +126,7 @@ def segment_strip(tokens: list[str], segments: list[int], per_row: int = 10) -> 
         hover[i // per_row, i % per_row] = f"position {i}: {token}<br>segment id {segment}"
     scale = [[0, SEGMENT_COLOURS[0]], [0.5, SEGMENT_COLOURS[0]], [0.5, SEGMENT_COLOURS[1]], [1, SEGMENT_COLOURS[1]]]
     fig = go.Figure(go.Heatmap(
-        z=z, text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE + 2, "color": "white"},
+        z=z, text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE, "color": "white"},
         customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale, zmin=0, zmax=1,
         xgap=4, ygap=4, colorbar={"title": {"text": "segment id"}, "tickvals": [0.25, 0.75],
                                   "ticktext": ["0: sentence A", "1: sentence B"], "tickfont": {"size": TICK_FONT_SIZE}},

@@ -64,6 +64,7 @@ class Task(ABC):
     batch_label: ClassVar[str] = "accuracy"  # what batch_score measures, for the training curve
     extra_metrics: ClassVar[dict[str, str]] = {}  # more evaluate() keys shown beside the metric: key -> label
     defaults: ClassVar[dict[str, Any]] = {}  # FinetuneConfig fields this task sets otherwise (max_length, epochs...)
+    learning_rates: ClassVar[dict[str, float]] = {}  # mode -> default learning rate, where the task needs another
 
     @abstractmethod
     def load_data(self, train: str, eval_path: str | None, seed: int, columns: dict[str, str | None]) -> Any:

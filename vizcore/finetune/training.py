@@ -76,10 +76,18 @@ class FinetuneConfig:
 
 
 def task_config(task: Task, **settings: Any) -> FinetuneConfig:
-    """The task's defaults (``task.defaults``) overridden by every setting that is not None."""
+    """The task's defaults (``task.defaults``, its learning rate for the mode) overridden by every setting
+    that is not None."""
     names = {f.name for f in fields(FinetuneConfig)}
     given = {k: v for k, v in settings.items() if v is not None}
-    return FinetuneConfig(**{k: v for k, v in {**task.defaults, **given}.items() if k in names})
+    chosen = {k: v for k, v in {**task.defaults, **given}.items() if k in names}
+    if "lr" not in chosen:
+        chosen["lr"] = default_lr(task, chosen.get("mode", FinetuneConfig.mode))
+    return FinetuneConfig(**chosen)
+
+
+def default_lr(task: Task, mode: str) -> float:
+    return task.learning_rates.get(mode, DEFAULT_LR.get(mode, 5e-5))
 
 
 def encoder_layers(model: nn.Module) -> nn.ModuleList:
