@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.feedback import CHART
+from ui.training import plain
 from vizcore.errors import VizError
 from vizcore.finetune.qa import MAX_BYTES, MAX_QUESTIONS, QAData, builtin_qa, read_qa_bytes
 from vizcore.finetune.qa_figures import highlighted_passage, span_probability_bars
@@ -55,6 +56,7 @@ def data_section() -> QAData | None:
         data = _builtin()
         st.caption("Encyclopaedia-like passages written for this project (how things work, places, animals, "
                    "inventions, history), each with 5 or 6 questions whose answers are spans of the passage.")
+        _sample(data)
     else:
         data = _upload()
         if data is None:
@@ -65,6 +67,16 @@ def data_section() -> QAData | None:
         st.warning(f"{data.skipped} question(s) without an answer (SQuAD 2.0's unanswerable ones) were skipped: "
                    "this model points at a span of the passage and cannot say 'no answer'.")
     return data
+
+
+def _sample(data: QAData) -> None:
+    first = data.train.examples[0]
+    with st.expander(f"A passage and its questions: {first.title}"):
+        st.markdown(plain(first.context))
+        for example in data.train.examples:
+            if example.context == first.context:
+                st.markdown(f"- {plain(example.question)} → **{plain(example.answers[0].text)}** (characters "
+                            f"{example.answers[0].start} to {example.answers[0].end})")
 
 
 def _upload() -> QAData | None:
@@ -185,5 +197,5 @@ def _try_your_own(result) -> None:
     except VizError as error:
         st.warning(str(error))
         return
-    st.markdown(f"Answer: **{reading.answer}** (p = {reading.probability:.2f})")
+    st.markdown(f"Answer: **{plain(reading.answer)}** (p = {reading.probability:.2f})")
     _reading(reading, "try")

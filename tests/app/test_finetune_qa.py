@@ -7,6 +7,7 @@ import pytest
 from tests.app.conftest import set_shared
 from tests.unit.test_finetune_qa import official_f1
 from ui.state import OTHER_MODEL
+from ui.training import plain
 from vizcore.finetune.qa_predict import answer_question
 
 PAGE = "pages/finetune.py"
@@ -41,6 +42,10 @@ def test_the_builtin_questions_and_the_tasks_defaults_are_shown(app):
     assert any("**342 training questions** over 60 passages and **79 held-out** over 14" in m.value
                for m in app.markdown)
     assert app.number_input(key="finetune.qa.max_length").value == 384
+    sample = app.expander[0]
+    assert sample.label == "A passage and its questions: Honeybees"
+    assert "How many queens does a colony normally have? → **a single queen** (characters 96 to 110)" in \
+        [m.value for m in sample.markdown][1]
     app.radio(key="finetune.qa.source").set_value("Upload questions").run()
     assert any("Upload a file to continue" in i.value for i in app.info)
     assert app.button(key="finetune.train").disabled
@@ -78,6 +83,6 @@ def test_your_own_passage_is_answered_and_an_empty_one_is_a_warning(app):
     app.text_input(key="finetune.qa.try_question").set_value("When was the bridge opened?").run()
     expected = answer_question(job.result.model, job.result.tokenizer, passage, "When was the bridge opened?",
                                job.result.config.max_length)
-    assert any(m.value.startswith(f"Answer: **{expected.answer}**") for m in app.markdown)
+    assert any(m.value.startswith(f"Answer: **{plain(expected.answer)}**") for m in app.markdown)
     app.text_area(key="finetune.qa.try_passage").set_value("   ").run()
     assert not app.exception and any("Type a passage and a question" in w.value for w in app.warning)

@@ -164,6 +164,12 @@ def test_the_bars_show_both_probabilities_per_token_and_open_around_the_answer()
     assert fig.layout.xaxis2.rangeslider.visible
     predicted = next(trace for trace in rows["x"] if trace.name == "predicted answer")
     assert predicted.customdata.tolist() == [["w80"]] and "p(start)" in predicted.hovertemplate
+    assert fig.layout.yaxis.range == fig.layout.yaxis2.range == (0, 0.55)  # 1.1 x the largest probability
+
+
+def test_when_prediction_and_gold_are_far_apart_the_view_opens_on_the_prediction():
+    low, high = span_probability_bars(reading(start=100, end=101, gold=(5, 6))).layout.xaxis2.range
+    assert low <= 100 and 101 <= high and low > 6
 
 
 def test_without_a_gold_answer_only_the_prediction_is_marked():

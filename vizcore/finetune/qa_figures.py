@@ -6,7 +6,9 @@ figure; the passage view is an HTML string. Nothing is displayed here.
 The bars show, for every passage token of the window the answer came from, the probability that the
 answer starts (top row) or ends (bottom row) there: a softmax over those passage tokens. The chosen
 span maximises p_start * p_end. A long passage is drawn whole but opens zoomed on ``VISIBLE_TOKENS``
-tokens around the predicted (and gold) answer; drag the plot or the range slider below it to scroll.
+tokens around the predicted answer (and the gold one, when both fit); drag the plot or the range
+slider below it to scroll. Both rows share one y scale, up to a little above the largest probability,
+so an unsure model's flat bars are still visible.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from plotly.subplots import make_subplots
 from vizcore.finetune.qa_predict import QAReading
 from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens
 
-VISIBLE_TOKENS = 60  # bars readable on a projector at full width
+VISIBLE_TOKENS = 40  # bars and their token labels readable on a projector in the page's width
 COLOURS = {"other": "#9ca3af", "predicted": "#1f5fa8", "gold": "#15803d", "both": "#c2410c"}
 ROLE_NAMES = {"predicted": "predicted answer", "gold": "gold answer", "both": "predicted and gold",
               "other": "rest of the passage"}
@@ -41,8 +43,11 @@ def probability_table(reading: QAReading) -> pd.DataFrame:
 
 
 def visible_range(reading: QAReading, visible: int = VISIBLE_TOKENS) -> tuple[float, float]:
-    """The x range first shown: ``visible`` tokens centred on the predicted and gold spans."""
-    ends = [reading.start, reading.end] + (list(reading.gold) if reading.gold is not None else [])
+    """The x range first shown: ``visible`` tokens centred on the predicted and gold spans, or on the
+    predicted one when both do not fit."""
+    ends = [reading.start, reading.end]
+    if reading.gold is not None and max(reading.end, reading.gold[1]) - min(reading.start, reading.gold[0]) < visible:
+        ends += list(reading.gold)
     centre = (min(ends) + max(ends)) / 2
     low = max(0.0, min(centre - visible / 2, len(reading.tokens) - visible))
     return low - 0.5, low + min(visible, len(reading.tokens)) - 0.5
@@ -51,6 +56,7 @@ def visible_range(reading: QAReading, visible: int = VISIBLE_TOKENS) -> tuple[fl
 def span_probability_bars(reading: QAReading, title: str | None = None) -> go.Figure:
     """Two rows of bars sharing the token axis: p(start) above, p(end) below, coloured by span role."""
     table = probability_table(reading)
+    top = min(1.0, max(0.05, 1.1 * float(max(reading.start_probs.max(), reading.end_probs.max()))))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("where the answer starts: p(start)", "where the answer ends: p(end)"))
     for row, column in ((1, "start"), (2, "end")):
@@ -60,7 +66,7 @@ def span_probability_bars(reading: QAReading, title: str | None = None) -> go.Fi
                 marker_color=COLOURS[role], customdata=rows[["token"]].map(html.escape).to_numpy(),
                 hovertemplate=f"%{{customdata[0]}} (token %{{x}})<br>p({column}) %{{y:.3f}}<extra></extra>",
             ), row=row, col=1)
-        fig.update_yaxes(title=f"p({column})", range=[0, 1], row=row, col=1, tickfont={"size": TICK_FONT_SIZE})
+        fig.update_yaxes(title=f"p({column})", range=[0, top], row=row, col=1, tickfont={"size": TICK_FONT_SIZE})
     labels = [html.escape(token) for token in table["token"]]
     fig.update_xaxes(tickmode="array", tickvals=list(table["position"]), ticktext=labels, tickangle=-60,
                      tickfont={"size": TICK_FONT_SIZE}, range=visible_range(reading))
