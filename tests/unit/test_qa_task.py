@@ -56,8 +56,8 @@ def toy_set(count: int, offset: int = 0) -> QASet:
 def test_the_task_is_registered_with_its_metric_and_defaults():
     assert get_task("qa") is QA and TASKS["qa"] is QA
     assert (QA.metric, QA.metric_label, QA.extra_metrics) == ("token_f1", "token F1", {"exact_match": "exact match"})
-    config = task_config(QA)
-    assert config.max_length == 384 and config.epochs == QA.defaults["epochs"]
+    config = task_config(QA, mode="full")
+    assert (config.max_length, config.epochs, config.batch_size, config.learning_rate) == (384, 4, 8, 3e-4)
 
 
 def test_the_head_gives_start_and_end_logits_and_masks_padding(tiny, model):
@@ -68,10 +68,15 @@ def test_the_head_gives_start_and_end_logits_and_masks_padding(tiny, model):
         start, end = model(batch.inputs)
         hidden = tiny.model(**batch.inputs).last_hidden_state  # (B, T, H)
     expected = hidden @ model.head.weight.T + model.head.bias  # (B, T, 2)
-    real = batch.inputs["attention_mask"].bool()
-    assert torch.allclose(start[real], expected[..., 0][real], atol=1e-6)
-    assert torch.allclose(end[real], expected[..., 1][real], atol=1e-6)
-    assert (start[~real] == MASKED).all() and (~real).any()
+    allowed = torch.zeros_like(start, dtype=torch.bool)  # [CLS] and the passage, nothing else
+    for row, feature in enumerate(features):
+        allowed[row, 0] = True
+        allowed[row, feature.passage[0]: feature.passage[1] + 1] = True
+    assert torch.allclose(start[allowed], expected[..., 0][allowed], atol=1e-6)
+    assert torch.allclose(end[allowed], expected[..., 1][allowed], atol=1e-6)
+    assert (start[~allowed] == MASKED).all() and (end[~allowed] == MASKED).all()
+    assert not allowed[2, len(features[2].input_ids):].any()  # padding
+    assert not allowed[0, 1: features[0].passage[0]].any()  # the question and its [SEP]
     assert batch.inputs["token_type_ids"][0, : len(features[0].segments)].tolist() == list(features[0].segments)
     assert batch.targets[0].tolist() == [f.start for f in features]
 

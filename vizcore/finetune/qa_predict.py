@@ -31,6 +31,21 @@ from vizcore.finetune.qa_spans import (
 from vizcore.finetune.tasks import collate, pad_id_of
 
 BATCH = 32
+ANSWER_POSITIONS = "answer_positions"  # an input the span model reads and the encoder never sees
+
+
+def span_inputs(features: Sequence[QAFeature], pad_id: int, device: torch.device,
+                encoder: nn.Module) -> dict[str, torch.Tensor]:
+    """The encoder's inputs (ids, mask, segments when it takes them; (B, T) each, right-padded) and
+    ``ANSWER_POSITIONS``, (B, T) bool: True at [CLS] and at the window's passage tokens, the only places
+    an answer can start or end (the question, its [SEP], the last [SEP] and padding cannot)."""
+    inputs = collate([list(f.input_ids) for f in features], pad_id, device, encoder,
+                     [list(f.segments) for f in features])
+    allowed = torch.zeros_like(inputs["attention_mask"], dtype=torch.bool)
+    for row, feature in enumerate(features):
+        allowed[row, CLS] = True
+        allowed[row, feature.passage[0]: feature.passage[1] + 1] = True
+    return {**inputs, ANSWER_POSITIONS: allowed}
 
 
 def window_logits(model: nn.Module, tokenizer, features: Sequence[QAFeature]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -42,9 +57,7 @@ def window_logits(model: nn.Module, tokenizer, features: Sequence[QAFeature]) ->
     with torch.inference_mode():
         for first in range(0, len(features), BATCH):
             chunk = features[first: first + BATCH]
-            inputs = collate([list(f.input_ids) for f in chunk], pad_id_of(tokenizer), device, model.encoder,
-                             [list(f.segments) for f in chunk])
-            starts, ends = model(inputs)  # (B, T) each
+            starts, ends = model(span_inputs(chunk, pad_id_of(tokenizer), device, model.encoder))  # (B, T) each
             for row, feature in enumerate(chunk):
                 length = len(feature.input_ids)
                 out.append((starts[row, :length].float().cpu().numpy(), ends[row, :length].float().cpu().numpy()))
