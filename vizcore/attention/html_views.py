@@ -13,7 +13,6 @@ as text.
 from __future__ import annotations
 
 import html
-import json
 import re
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from vizcore.attention.aggregate import pair_selection
+from vizcore.attention.renderer import script_json
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
@@ -40,15 +40,6 @@ window.require = window.requirejs = function (names, callback) {
   callback.apply(null, names.map(function (name) { return found[name]; }));
 };
 """
-
-
-def script_json(value: object) -> str:
-    """JSON that is safe inside ``<script>``: no ``</script>``, ``<!--`` or HTML entity can form."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
 
 
 def _rounded(matrix: np.ndarray) -> list:

@@ -1,0 +1,128 @@
+"""The client-side attention renderer in Chromium, through its standalone HTML file (no server needed):
+its matrices equal Python's, the test contract (data-layer/data-head, arrow keys), hover, grid, head view,
+user text as text, and nothing loaded from the network."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tests.e2e.conftest import external_requests, screenshot
+from tests.support.synthetic import EVIL, synthetic_run
+from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions, apply_view
+from vizcore.attention.payload import FULL_MAX_TOKENS, attention_payload, decode_layer
+from vizcore.attention.renderer import attention_view_html
+
+VIEW = "#attention-view"
+
+
+@pytest.fixture
+def opened(page):
+    """``opened(run, **kwargs)`` loads that run's standalone HTML file; dialogs and page errors are recorded."""
+    page.dialogs, page.errors = [], []
+    page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+
+    def open_run(run, **kwargs):
+        page.set_content(attention_view_html(run, **kwargs))
+        page.wait_for_selector(f"{VIEW}[data-head]")
+        return page
+    return open_run
+
+
+def shown(page):
+    return page.get_attribute(VIEW, "data-layer"), page.get_attribute(VIEW, "data-head")
+
+
+JS_MATRIX = """([p, layer, head, options]) => {
+    const m = InsideBertAttention.viewMatrix(p, InsideBertAttention.decodeBase64(p.layers[layer]), head, options);
+    return m.empty ? null : {values: Array.from(m.values), rows: m.rows.map(g => g.label),
+                             cols: m.cols.map(g => g.label), rowSegments: m.rows.map(g => g.segment)};
+}"""
+
+
+def test_the_javascript_matrices_equal_pythons_for_every_filter(opened):
+    run = synthetic_run(layers=2, heads=3)
+    page = opened(run)
+    payload = attention_payload(run)
+    weights = decode_layer(payload["layers"]["1"], run.num_heads, len(run.tokens))  # what the browser has
+    for pair_filter, hide, merge in itertools.product(PAIR_FILTERS, (False, True), (False, True)):
+        options = ViewOptions(pair_filter, hide, merge)
+        expected, rows, cols = apply_view(weights[2], run.tokens, run.offsets, run.special_mask, run.segment_ids,
+                                          options)
+        got = page.evaluate(JS_MATRIX, [payload, "1", 2, {"pairFilter": pair_filter, "hideSpecial": hide,
+                                                           "mergeWords": merge}])
+        values = np.array(got["values"]).reshape(expected.shape)
+        np.testing.assert_allclose(values, expected, atol=1e-5, err_msg=str(options))
+        assert got["rows"] == rows.tokens and got["cols"] == cols.tokens
+        assert got["rowSegments"] == rows.segments.tolist()
+    assert page.errors == []
+
+
+def test_arrow_keys_switch_head_and_layer_and_the_element_says_what_it_drew(opened):
+    page = opened(synthetic_run(layers=3, heads=4), layer=1, head=2)
+    assert shown(page) == ("2", "3")
+    assert page.evaluate(f"document.querySelector('{VIEW}').tabIndex") == 0
+    page.focus(VIEW)
+    for key, expected in (("ArrowRight", ("2", "4")), ("ArrowRight", ("2", "4")), ("ArrowLeft", ("2", "3")),
+                          ("ArrowDown", ("3", "3")), ("ArrowUp", ("2", "3")), ("ArrowUp", ("1", "3"))):
+        page.keyboard.press(key)
+        assert shown(page) == expected, key
+    assert page.locator(".ib-title").inner_text() == "synthetic · layer 1, head 3 · 12 tokens"
+
+
+def test_hover_shows_query_key_and_weight_with_markup_as_text(opened):
+    run = synthetic_run(layers=1, heads=1)
+    page = opened(run)
+    canvas = page.locator(f"{VIEW} canvas").first
+    box = canvas.bounding_box()
+    # The cell of query 4 (the markup token) and key 5 ("cat"): 40 px cells at this size, labels left and
+    # above, the 120 px legend right and 8 px below.
+    n = len(run.tokens)
+    left_edge = box["x"] + box["width"] - 120 - n * 40
+    top_edge = box["y"] + box["height"] - 8 - n * 40
+    page.mouse.move(left_edge + 5 * 40 + 20, top_edge + 4 * 40 + 20)
+    tip = page.locator(".ib-tip")
+    weight = run.attention[0, 0, 4, 5]
+    assert tip.inner_text() == f"query: {EVIL}\nkey: cat\nweight: {round(weight * 255) / 255:.3f}"
+    assert page.locator("img").count() == 0 and page.dialogs == []
+
+
+def test_grid_click_opens_that_head_and_the_head_view_focuses_a_token(opened):
+    page = opened(synthetic_run(layers=3, heads=4), view="grid")
+    page.get_by_role("button", name="All heads").wait_for()
+    assert page.get_attribute(VIEW, "data-view") == "grid"
+    canvas = page.locator(f"{VIEW} canvas").first
+    box = canvas.bounding_box()
+    pitch = (box["width"] - 120 - 36) / 4  # row labels "L3" are about 36 px
+    page.mouse.click(box["x"] + 36 + 2.5 * pitch, box["y"] + 32 + 1.5 * pitch)  # layer 2, head 3
+    assert page.get_attribute(VIEW, "data-view") == "heatmap" and shown(page) == ("2", "3")
+    page.get_by_role("button", name="Head view").click()
+    tokens = page.locator(".ib-token")
+    assert EVIL in tokens.all_text_contents()
+    tokens.nth(5).click()  # the query "cat"
+    assert page.locator(".ib-status").inner_text().startswith("‘cat’ attends most to")
+    assert page.locator(".ib-token.ib-dim").count() == tokens.count() - 1
+    assert page.locator("img").count() == 0 and page.dialogs == [] and page.errors == []
+
+
+def test_above_128_tokens_the_file_holds_one_layer_and_says_so(opened):
+    run = synthetic_run(layers=2, heads=2, pair=False, words=FULL_MAX_TOKENS)
+    page = opened(run, layer=1)
+    assert shown(page) == ("2", "1")
+    page.focus(VIEW)
+    page.keyboard.press("ArrowUp")
+    assert shown(page) == ("2", "1")  # not drawn: the element still names what is on screen
+    assert "Layer 1 is not in this file" in page.locator(".ib-status").inner_text()
+    page.get_by_role("button", name="All heads").click()
+    assert page.get_attribute(VIEW, "data-view") == "grid"
+
+
+def test_filters_in_the_file_change_the_drawn_matrix_and_nothing_leaves_the_machine(opened):
+    page = opened(synthetic_run())
+    page.get_by_role("checkbox", name="Hide [CLS]/[SEP]").check()
+    page.get_by_role("checkbox", name="Merge word pieces").check()
+    page.get_by_label("Pair").select_option("A->B")
+    assert "[CLS]/[SEP] hidden" in page.locator(".ib-title").inner_text()
+    screenshot(page, "renderer-standalone-filters")
+    assert external_requests(page.requests_made) == [] and page.errors == []

@@ -1,0 +1,80 @@
+"""The client-side renderer's payload: 8-bit weights, which layers travel, sizes, and the standalone HTML file."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.support.synthetic import EVIL, synthetic_run
+from vizcore.attention.aggregate import ViewOptions
+from vizcore.attention.payload import (
+    FULL_MAX_TOKENS,
+    attention_payload,
+    decode_layer,
+    encode_layer,
+    payload_bytes,
+)
+from vizcore.attention.renderer import attention_view_html, streamlit_module_js, widget_esm
+from vizcore.errors import VizError
+
+
+def test_weights_round_trip_within_half_an_8_bit_step():
+    run = synthetic_run()
+    back = decode_layer(encode_layer(run.attention[1]), run.num_heads, len(run.tokens))
+    assert back.shape == run.attention[1].shape
+    assert np.abs(back - run.attention[1]).max() <= 0.5 / 255 + 1e-7
+
+
+def test_short_inputs_carry_every_layer_long_inputs_only_the_chosen_one():
+    short = synthetic_run(layers=3, words=10)
+    assert sorted(attention_payload(short, layer=2)["layers"]) == ["0", "1", "2"]
+    long = synthetic_run(layers=3, heads=2, words=FULL_MAX_TOKENS)
+    assert len(long.tokens) > FULL_MAX_TOKENS
+    payload = attention_payload(long, layer=2, head=1)
+    assert list(payload["layers"]) == ["2"]
+    assert payload["initial"] == {"layer": 2, "head": 1, "view": "heatmap"}
+    grid = payload["grid"]
+    assert grid["cells"] == 24 and len(json.dumps(grid)) < 4 * 3 * 2 * 24 * 24  # block means, not weights
+
+
+def test_the_input_id_ignores_selection_options_and_carried_layers_but_not_the_input():
+    run = synthetic_run(layers=2, words=FULL_MAX_TOKENS)
+    a = attention_payload(run, layer=0)
+    b = attention_payload(run, layer=1, head=2, view="grid", options=ViewOptions(hide_special=True))
+    assert a["inputId"] == b["inputId"] and a["layers"] != b["layers"]
+    assert attention_payload(synthetic_run(layers=2, seed=1, words=FULL_MAX_TOKENS))["inputId"] != a["inputId"]
+
+
+def test_words_and_tokens_follow_the_python_grouping():
+    payload = attention_payload(synthetic_run())
+    tokens = payload["tokens"]
+    assert tokens[2:4] == ["play", "##ful"] and payload["wordOf"][2] == payload["wordOf"][3]
+    assert payload["wordLabels"][payload["wordOf"][2]] == "playful"
+    assert payload["wordOf"][4] != payload["wordOf"][3]  # "<img ..." is a word of its own
+    assert payload["segments"][-1] == 1 and payload["special"][0] == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [({"layer": 3}, "not in this model"), ({"view": "pie"}, "Unknown view"),
+                                             ({"options": ViewOptions(pair_filter="A->C")}, "pair filter")])
+def test_bad_requests_say_what_is_wrong(kwargs, message):
+    with pytest.raises(VizError, match=message):
+        attention_payload(synthetic_run(layers=3), **kwargs)
+
+
+def test_a_512_token_layer_of_12_heads_stays_under_5_mb():
+    run = synthetic_run(layers=2, heads=12, pair=False, words=512 - 8)
+    assert len(run.tokens) == 512
+    size = payload_bytes(attention_payload(run, layer=1))
+    assert 512 * 512 * 12 * 4 / 3 < size < 5e6
+
+
+def test_standalone_html_is_offline_and_user_text_is_escaped_json():
+    page = attention_view_html(synthetic_run(), layer=1, head=2)
+    assert "default-src 'none'" in page and "http://" not in page.replace("http://www.w3.org", "")
+    assert EVIL not in page and "\\u003cimg src=x onerror=alert(1)\\u003e" in page
+    assert "InsideBertAttention.mount" in page and '"canFetch":false' in page
+
+
+def test_hosts_wrap_the_same_renderer_file():
+    for module in (streamlit_module_js(), widget_esm()):
+        assert "global.InsideBertAttention = {mount" in module and "export default" in module

@@ -1,0 +1,132 @@
+"""The compact payload of the client-side attention renderer (``vizcore/static/attention_view.js``).
+
+One JSON-serialisable dict, the same for its three hosts (the Streamlit component, the Jupyter
+widget, the standalone HTML file). Weights are quantised to 8 bits, ``q = round(255 w)`` (error at
+most 1/510, about 0.002), and sent base64-encoded per layer as ``uint8 [head, query, key]``.
+
+* Up to ``FULL_MAX_TOKENS`` tokens every layer is included, so layer and head switches need no
+  server. Above that only the requested layers are (``layers=``); the renderer asks its host for
+  another layer when one is chosen. A 512-token layer of 12 heads is 3.1 MB, 4.2 MB in base64.
+* ``grid`` holds every head of every layer as at most ``GRID_CELLS`` x ``GRID_CELLS`` block means
+  (the layers x heads overview), quantised against their largest value.
+* Tokens are display text (``plot.display_tokens``); ``wordOf`` gives each token's word (the groups
+  of ``aggregate.word_groups``) and ``wordLabels`` each word's text, so the renderer applies the pair
+  filter, hides [CLS]/[SEP] and merges word pieces exactly as ``aggregate.apply_view`` does.
+
+Layers and heads are 0-based in the payload; the renderer shows them 1-based.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+import numpy as np
+
+from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions, word_groups, word_label
+from vizcore.attention.figures import GRID_CELLS, downsample
+from vizcore.errors import VizError
+from vizcore.model.record import Run
+from vizcore.plot import display_tokens
+
+FULL_MAX_TOKENS = 128
+VIEWS = ("heatmap", "grid", "lines")
+LEVELS = 255
+
+
+def quantise(weights: np.ndarray) -> np.ndarray:
+    """Weights in [0, 1] -> uint8 ``round(255 w)`` (clipped: float32 rows can exceed 1 by an ulp)."""
+    return np.round(np.clip(np.asarray(weights, dtype=np.float32), 0.0, 1.0) * LEVELS).astype(np.uint8)
+
+
+def dequantise(codes: np.ndarray) -> np.ndarray:
+    return np.asarray(codes, dtype=np.float32) / LEVELS
+
+
+def encode_layer(attention: np.ndarray) -> str:
+    """One layer ``[head, query, key]`` as base64 of its uint8 codes (row-major)."""
+    return base64.b64encode(np.ascontiguousarray(quantise(attention)).tobytes()).decode("ascii")
+
+
+def decode_layer(text: str, num_heads: int, num_tokens: int) -> np.ndarray:
+    """The inverse of ``encode_layer``: float32 ``[head, query, key]`` (the renderer's values)."""
+    codes = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
+    return dequantise(codes.reshape(num_heads, num_tokens, num_tokens))
+
+
+def _grid(attention: np.ndarray) -> dict:
+    small = downsample(attention, GRID_CELLS)  # (L, H, c, c)
+    top = float(small.max(initial=0.0)) or 1.0
+    codes = np.round(small / top * LEVELS).astype(np.uint8)
+    return {"cells": int(small.shape[-1]), "max": top, "data": base64.b64encode(codes.tobytes()).decode("ascii")}
+
+
+def _words(result: Run) -> tuple[list[int], list[str]]:
+    groups = word_groups(result.tokens, result.offsets, result.special_mask, result.segment_ids)
+    word_of = [0] * len(result.tokens)
+    for index, group in enumerate(groups):
+        for position in group:
+            word_of[position] = index
+    labels = display_tokens([word_label(result.tokens, group) for group in groups])
+    return word_of, labels
+
+
+def loaded_layers(result: Run, layer: int) -> list[int]:
+    """The layers a payload carries: all of them up to ``FULL_MAX_TOKENS`` tokens, else ``layer`` alone."""
+    return list(range(result.num_layers)) if len(result.tokens) <= FULL_MAX_TOKENS else [layer]
+
+
+def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "heatmap",
+                      options: ViewOptions = ViewOptions(), layers: list[int] | None = None,
+                      controls: dict | None = None, title: str | None = None) -> dict:
+    """The renderer's payload for ``result``, opening on ``layer``/``head`` (0-based) in ``view``.
+
+    ``layers`` (0-based) overrides which layers' weights are included (default ``loaded_layers``).
+    ``controls`` says which of the renderer's own controls to show: ``views`` (heatmap / grid /
+    lines tabs), ``filters`` (pair filter, hide [CLS]/[SEP], merge word pieces), ``layerHead``.
+    """
+    if not (0 <= layer < result.num_layers and 0 <= head < result.num_heads):
+        raise VizError(f"Layer {layer + 1}, head {head + 1} is not in this model "
+                       f"({result.num_layers} layers x {result.num_heads} heads).")
+    if view not in VIEWS:
+        raise VizError(f"Unknown view '{view}': choose one of {', '.join(VIEWS)}.")
+    if options.pair_filter not in PAIR_FILTERS:
+        raise VizError(f"Unknown pair filter '{options.pair_filter}': choose one of {', '.join(PAIR_FILTERS)}.")
+    layers = loaded_layers(result, layer) if layers is None else sorted(set(layers))
+    word_of, word_labels = _words(result)
+    payload = {
+        "version": 1,
+        "title": title or result.model,
+        "numLayers": result.num_layers,
+        "numHeads": result.num_heads,
+        "n": len(result.tokens),
+        "tokens": display_tokens(result.tokens),
+        "special": np.asarray(result.special_mask, dtype=bool).astype(int).tolist(),
+        "segments": np.asarray(result.segment_ids).astype(int).tolist(),
+        "wordOf": word_of,
+        "wordLabels": word_labels,
+        "levels": LEVELS,
+        "layers": {str(l): encode_layer(result.attention[l]) for l in layers},
+        "grid": _grid(result.attention),
+        "truncated": bool(result.truncated),
+        "fullMaxTokens": FULL_MAX_TOKENS,
+        "canFetch": True,
+        "initial": {"layer": int(layer), "head": int(head), "view": view},
+        "options": {"pairFilter": options.pair_filter, "hideSpecial": bool(options.hide_special),
+                    "mergeWords": bool(options.merge_words)},
+        "controls": {"views": True, "filters": True, "layerHead": True} | (controls or {}),
+    }
+    payload["inputId"] = input_id(payload)
+    return payload
+
+
+def input_id(payload: dict) -> str:
+    """A short digest of the input (model, tokens, grid), not of the layers carried, the options or the
+    selection: handed a payload of the same input, the renderer keeps its selection and decoded layers."""
+    content = {key: payload[key] for key in ("title", "numLayers", "numHeads", "tokens", "segments", "grid")}
+    return hashlib.sha1(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def payload_bytes(payload: dict) -> int:
+    return len(json.dumps(payload, separators=(",", ":")).encode())
