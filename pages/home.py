@@ -1,16 +1,16 @@
 """Home: what the app is, example sentences, and the attention heatmap of the current sentence.
 
-Computation: vizcore/attention/extract.py (the core: vizcore/model/run.py) · figure: vizcore/plot.py ·
+Computation: vizcore/attention/extract.py (the core: vizcore/model/run.py) · view: vizcore/static/attention_view.js
+(ui/attention_component.py) ·
 CLI: python -m vizcore attention (vizcore/attention/cli.py)
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.feedback import CHART
+from ui.attention_component import attention_view
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
 from vizcore.attention.examples import EXAMPLES
-from vizcore.plot import attention_heatmap
 
 st.title("See inside BERT-style Transformers")
 st.markdown(
@@ -33,17 +33,12 @@ for problem in url_state.read("home", {"layer": ("home.layer", url_state.integer
     st.warning(problem)
 url_state.settle("home.layer", 3, 1, result.num_layers)
 url_state.settle("home.head", 1, 1, result.num_heads)
-left, right = st.columns(2)
-layer = left.slider("Layer", 1, result.num_layers, key="home.layer")
-head = right.slider("Head", 1, result.num_heads, key="home.head")
-figure = attention_heatmap(
-    result.attention[layer - 1, head - 1],
-    result.tokens,
-    title=f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens",
-)
-st.plotly_chart(figure, key="home.heatmap", config=CHART)
+layer, head = st.session_state["home.layer"], st.session_state["home.head"]
+attention_view(result, key="home.view", keys={"layer": "home.layer", "head": "home.head"},
+               layer=layer, head=head)
 url_state.write({"layer": layer, "head": head})
 st.caption(
     "Each row is a query token and shows how it spreads its attention (the row sums to 1) over the "
-    "key tokens in the columns. Hover a cell for the exact weight. Layers and heads count from 1."
+    "key tokens in the columns. Hover a cell for the exact weight. Click the view and use the arrow keys: "
+    "left/right change the head, up/down the layer. Layers and heads count from 1."
 )

@@ -65,3 +65,19 @@ def set_shared(at: AppTest, **values: str) -> AppTest:
     for name, value in values.items():
         at.session_state[f"shared.{name}"] = value
     return at.run()
+
+
+def renderer_payload(at, index=0) -> dict:
+    """The client-side attention view's data (``ui/attention_component.py``): the renderer's payload."""
+    import json
+
+    return json.loads(at.get("bidi_component")[index].proto.json)
+
+
+def renderer_head(payload: dict):
+    """The head the view opens on, ``[query, key]`` as the browser decodes it (8-bit weights)."""
+    from vizcore.attention.payload import decode_layer
+
+    initial = payload["initial"]
+    layer = decode_layer(payload["layers"][str(initial["layer"])], payload["numHeads"], payload["n"])
+    return layer[initial["head"]]

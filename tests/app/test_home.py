@@ -1,11 +1,9 @@
 """AppTest: the app shell and the Home page, driven like a user would, asserting on what is shown."""
 
-import json
-
 import numpy as np
 import pytest
 
-from tests.app.conftest import decode_plotly, plotly_traces, set_shared
+from tests.app.conftest import renderer_head, renderer_payload, set_shared
 from ui.state import DEFAULT_TEXT, OTHER_MODEL
 
 
@@ -14,40 +12,68 @@ def app(new_app):
     return new_app().run()
 
 
+def param(at, name):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
 def heatmap(at):
-    return plotly_traces(at)[0]
+    return renderer_payload(at)
 
 
 def test_home_shows_heatmap_of_the_default_sentence(app):
     assert not app.exception
     assert app.title[0].value == "See inside BERT-style Transformers"
     assert app.text_area(key="shared.text").value == DEFAULT_TEXT
-    data = heatmap(app)
-    z = decode_plotly(data["z"])
+    assert not app.get("plotly_chart")  # E: the opening view needs no plotly.js
+    payload = heatmap(app)
+    z = renderer_head(payload)
     assert z.shape == (16, 16)
-    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-4)
-    assert "animal" in data["y"] and "animal" in data["x"]  # hover: "query %{y} → key %{x}"
-    assert "customdata" not in data  # no hover string per cell: the labels carry the tokens
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=16 / 255)  # 8-bit weights
+    assert "animal" in payload["tokens"]
+    assert payload["initial"] == {"layer": 2, "head": 0, "view": "heatmap"}  # layer 3, head 1
+    assert sorted(payload["layers"]) == [str(l) for l in range(6)]  # every layer: switches need no server
 
 
 def test_example_button_sets_the_shared_sentence_and_heatmap(app):
     app.button(key="home.example2").click().run()
     assert app.session_state["shared.text"] == "The cat sat on the mat."
-    assert len(heatmap(app)["y"]) == len(["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"])
+    assert heatmap(app)["tokens"] == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
 
 
 def test_pair_example_fills_both_sentences(app):
     app.button(key="home.example4").click().run()
     assert app.session_state["shared.pair"] == "The dog lay on the rug."
-    assert len(heatmap(app)["y"]) == 9 + 8  # [CLS] a . [SEP] + b . [SEP]
+    payload = heatmap(app)
+    assert payload["n"] == 9 + 8  # [CLS] a . [SEP] + b . [SEP]
+    assert payload["segments"] == [0] * 9 + [1] * 8
 
 
-def test_layer_and_head_sliders_change_the_shown_head(app):
-    before = heatmap(app)["z"]
-    app.slider(key="home.layer").set_value(1).run()
-    app.slider(key="home.head").set_value(5).run()
-    assert heatmap(app)["z"] != before
-    assert "layer 1, head 5" in json.dumps(app.get("plotly_chart")[0].proto.spec)
+def test_a_link_opens_that_layer_and_head_and_the_url_keeps_it(new_app):
+    at = new_app(layer="1", head="5").run()
+    assert heatmap(at)["initial"] == {"layer": 0, "head": 4, "view": "heatmap"}
+    assert param(at, "layer") == "1" and param(at, "head") == "5"
+
+
+def test_a_switch_made_in_the_browser_updates_the_url_without_resending_the_weights(app):
+    """The component's callback (what a browser switch calls) stores the head; the data stays the same."""
+    from ui.attention_component import store_selection
+
+    before = heatmap(app)
+    store_selection(app.session_state, "home.view", {"layer": "home.layer", "head": "home.head"},
+                    {"layer": 0, "head": 4, "view": "heatmap"})
+    app.run()
+    assert param(app, "layer") == "1" and param(app, "head") == "5"
+    assert heatmap(app) == before  # same message: Streamlit sends a reference, not the weights
+    app.session_state["home.layer"] = 2  # a switch from elsewhere (a link, an example) opens on it
+    app.run()
+    assert heatmap(app)["initial"] == {"layer": 1, "head": 4, "view": "heatmap"}
+
+
+def test_bad_layer_in_the_link_is_reported(new_app):
+    at = new_app(layer="9").run()
+    assert "layer must be a whole number from 1 to 6" in at.warning[0].value
+    assert heatmap(at)["initial"]["layer"] == 2
 
 
 @pytest.mark.parametrize("text", ["", "   "])
@@ -60,9 +86,10 @@ def test_empty_sentence_typed_in_the_sidebar_shows_a_clear_message_not_a_traceba
 def test_markup_and_emoji_in_the_sentence_are_shown_as_tokens(app):
     set_shared(app, text="<img src=x onerror=alert(1)> 🦊 ok")
     assert not app.exception
-    labels = heatmap(app)["x"]
-    assert labels[0] == "[CLS]" and labels[1] == "&lt;" and labels[17] == "[UNK]"  # the emoji is unknown to BERT
-    assert "<" not in "".join(labels)  # escaped: user text never becomes plotly markup
+    tokens = heatmap(app)["tokens"]
+    assert tokens[0] == "[CLS]" and tokens[1] == "<" and tokens[17] == "[UNK]"  # the emoji is unknown to BERT
+    # Tokens travel as JSON data and the renderer sets them with textContent or draws them on a canvas
+    # (tests/e2e/test_renderer_browser.py): raw "<" is right here, never HTML-escaped twice.
 
 
 def test_long_text_is_truncated_with_a_warning(app):
@@ -81,7 +108,7 @@ def test_unknown_local_model_keeps_the_sentence_and_says_what_is_wrong(app):
 def test_query_params_set_the_sentence_on_first_load(new_app):
     at = new_app(text="Shared by a teacher.").run()
     assert at.text_area(key="shared.text").value == "Shared by a teacher."
-    assert "shared" in heatmap(at)["x"]
+    assert "shared" in heatmap(at)["tokens"]
 
 
 def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_it(new_app, tmp_path, monkeypatch):
@@ -99,11 +126,11 @@ def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_i
     planted.attention[2, 0] = np.eye(n, dtype=np.float32)  # layer 3, head 1: what Home opens on
     assert startup_cache.store(planted, "cpu") == "written"
     clear_caches()
-    z = decode_plotly(heatmap(new_app().run())["z"])
+    z = renderer_head(heatmap(new_app().run()))
     np.testing.assert_array_equal(z, np.eye(n))
 
     assert {e["status"] for e in startup_cache.prepare(loaded)["entries"]} == {"written", "replaced"}
     clear_caches()
-    z = decode_plotly(heatmap(new_app().run())["z"])
-    np.testing.assert_array_equal(z, extract_attention(loaded, DEFAULT_TEXT).attention[2, 0])
+    z = renderer_head(heatmap(new_app().run()))
+    np.testing.assert_allclose(z, extract_attention(loaded, DEFAULT_TEXT).attention[2, 0], atol=0.5 / 255 + 1e-7)
     clear_caches()

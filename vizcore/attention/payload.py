@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 
 import numpy as np
 
@@ -55,7 +56,8 @@ def decode_layer(text: str, num_heads: int, num_tokens: int) -> np.ndarray:
     return dequantise(codes.reshape(num_heads, num_tokens, num_tokens))
 
 
-def _grid(attention: np.ndarray) -> dict:
+def grid_codes(attention: np.ndarray) -> dict:
+    """Every head as block means, 8-bit against their largest value, for the layers x heads grid."""
     small = downsample(attention, GRID_CELLS)  # (L, H, c, c)
     top = float(small.max(initial=0.0)) or 1.0
     codes = np.round(small / top * LEVELS).astype(np.uint8)
@@ -79,12 +81,14 @@ def loaded_layers(result: Run, layer: int) -> list[int]:
 
 def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "heatmap",
                       options: ViewOptions = ViewOptions(), layers: list[int] | None = None,
-                      controls: dict | None = None, title: str | None = None) -> dict:
+                      controls: dict | None = None, title: str | None = None,
+                      encode: Callable[[int], str] | None = None, grid: dict | None = None) -> dict:
     """The renderer's payload for ``result``, opening on ``layer``/``head`` (0-based) in ``view``.
 
     ``layers`` (0-based) overrides which layers' weights are included (default ``loaded_layers``).
     ``controls`` says which of the renderer's own controls to show: ``views`` (heatmap / grid /
     lines tabs), ``filters`` (pair filter, hide [CLS]/[SEP], merge word pieces), ``layerHead``.
+    ``encode(layer)`` and ``grid`` let a caller reuse encodings it keeps (``encode_layer``, ``grid_codes``).
     """
     if not (0 <= layer < result.num_layers and 0 <= head < result.num_heads):
         raise VizError(f"Layer {layer + 1}, head {head + 1} is not in this model "
@@ -107,8 +111,8 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
         "wordOf": word_of,
         "wordLabels": word_labels,
         "levels": LEVELS,
-        "layers": {str(l): encode_layer(result.attention[l]) for l in layers},
-        "grid": _grid(result.attention),
+        "layers": {str(l): encode(l) if encode else encode_layer(result.attention[l]) for l in layers},
+        "grid": grid or grid_codes(result.attention),
         "truncated": bool(result.truncated),
         "fullMaxTokens": FULL_MAX_TOKENS,
         "canFetch": True,
