@@ -12,7 +12,6 @@ import streamlit as st
 from ui import url_state
 from ui.state import Selection, get_run
 from vizcore.attention.aggregate import attention_rollout, head_mean
-from vizcore.attention.figures import downsample
 from vizcore.attention.head_stats import head_statistics
 from vizcore.model.record import Run
 
@@ -42,12 +41,6 @@ def attention_for(model: str, device: str, text: str, pair: str | None) -> Run:
 
 def result_key(sel: Selection) -> tuple[str, str, str, str | None]:
     return sel.model, sel.device, sel.text, sel.pair
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def grid_matrices(key: tuple, _result: Run) -> np.ndarray:
-    """Every head downsampled for the grid, ``[layer, head, c, c]`` float32 (key names the result)."""
-    return downsample(_result.attention)
 
 
 @st.cache_data(max_entries=8, show_spinner="Computing head statistics…")

@@ -8,14 +8,15 @@ import numpy as np
 import streamlit as st
 
 from ui import attention as ua
+from ui.attention_component import attention_view
 from ui.feedback import or_stop
 from ui.state import OTHER_MODEL, Selection, model_choices, model_or_stop
 from vizcore.attention.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view, attention_flow
 from vizcore.attention.exports import ALL_HEADS_MAX_TOKENS, attention_csv, attention_json
 from vizcore.attention.figures import (
+    GRID_CELLS,
     difference_heatmap,
     flow_bars,
-    head_grid,
     special_mass_chart,
     statistic_heatmap,
 )
@@ -30,6 +31,8 @@ from vizcore.attention.html_views import (
     bertviz_neuron_view_html,
     head_view_html,
 )
+from vizcore.attention.payload import FULL_MAX_TOKENS
+from vizcore.attention.renderer import attention_view_html
 from vizcore.errors import VizError
 from vizcore.model.record import Run
 from vizcore.plot import attention_heatmap
@@ -76,32 +79,22 @@ def heatmap_view(result: Run, layer: int, head: int, options: ViewOptions, key: 
     st.caption(" ".join(part for part in (caption, options_caption(options)) if part))
 
 
-def _grid_clicked() -> None:
-    state = st.session_state.get("attention.grid")
-    points = (state or {}).get("selection", {}).get("points", [])
-    if not points:
+def renderer_view(result: Run, view: str, layer: int, head: int, options: ViewOptions) -> None:
+    """The head heatmap or the layers x heads grid, drawn in the browser (ui/attention_component.py):
+    arrow keys, the view's own steppers and a click in the grid switch with no server round trip."""
+    attention_view(result, key="attention.renderer", keys={"layer": ua.KEY_LAYER, "head": ua.KEY_HEAD,
+                                                          "view": ua.KEY_VIEW},
+                   layer=layer, head=head, view=view, options=options)
+    if view == "grid":
+        st.caption("Rows are layers, columns heads; the black frame marks the selected head. Click a head to "
+                   f"open it as a heatmap. Each head is shown as at most {GRID_CELLS} × {GRID_CELLS} block means.")
         return
-    heads = st.session_state.get("attention.grid_heads", 1)
-    point = points[0]
-    index = point.get("point_index", point.get("point_number"))
-    if index is None:
-        return
-    ua.open_head(int(index) // heads + 1, int(index) % heads + 1)
-
-
-def grid_view(result: Run, sel: Selection, layer: int, head: int) -> None:
-    small = ua.grid_matrices(ua.result_key(sel), result)
-    st.session_state["attention.grid_heads"] = result.num_heads
-    figure = head_grid(small, f"{result.model} · all {result.num_layers} layers × {result.num_heads} heads",
-                       selected=(layer - 1, head - 1))
-    st.plotly_chart(figure, key="attention.grid", on_select=_grid_clicked, selection_mode="points",
-                    config=chart_config())
-    n = len(result.tokens)
-    note = (f" Each head is shown at {small.shape[-1]} × {small.shape[-1]} cells, each the mean of a block of "
-            f"about {n / small.shape[-1]:.0f} × {n / small.shape[-1]:.0f} weights, so the page stays fast; "
-            "open a head to see every weight.") if small.shape[-1] < n else ""
-    st.caption("Rows are layers, columns heads; the red frame marks the selected head. Click a head to "
-               "open it as a heatmap." + note)
+    caption = ("Rows are query tokens (who attends), columns key tokens (attended to); hover a cell for the "
+               "weight. Click the view, then ←/→ change the head and ↑/↓ the layer at once. Weights are sent "
+               "to the browser in 8 bits (±0.004); the Export view has the exact numbers and images.")
+    if (result.segment_ids == 1).any():
+        caption += " Labels: sentence A in blue, sentence B in orange."
+    st.caption(" ".join(part for part in (caption, options_caption(options)) if part))
 
 
 def _table_clicked(table) -> None:
@@ -291,6 +284,12 @@ def export_view(result: Run, sel: Selection, layer: int, head: int, options: Vie
     else:
         columns[1].info(f"All-heads files are limited to {ALL_HEADS_MAX_TOKENS} tokens (this input has "
                         f"{len(result.tokens)}): export one head at a time.")
+    columns[2].download_button("Heatmap, grid and head view as HTML (offline)",
+                               partial(attention_view_html, result, layer - 1, head - 1, "heatmap", options),
+                               file_name=f"attention-L{layer}-H{head}.html", mime="text/html",
+                               key="attention.dl_view_html")
+    columns[2].caption("One file with the views of this page drawn in the browser: switch heads and layers, "
+                       f"hover, filter, offline. Every layer up to {FULL_MAX_TOKENS} tokens, else layer {layer}.")
     if len(result.tokens) <= HEAD_VIEW_MAX_TOKENS:
         page = html_or_stop(sel, result, "standalone", layer, head, options.pair_filter)
         columns[2].download_button("Head view as HTML (offline)", page, file_name=f"head-view-L{layer}.html",
@@ -306,10 +305,8 @@ def export_view(result: Run, sel: Selection, layer: int, head: int, options: Vie
 
 def show_view(view: str, result: Run, sel: Selection, layer: int, head: int,
               options: ViewOptions) -> None:
-    if view == "heatmap":
-        heatmap_view(result, layer, head, options, key="attention.heatmap")
-    elif view == "grid":
-        grid_view(result, sel, layer, head)
+    if view in ("heatmap", "grid"):
+        renderer_view(result, view, layer, head, options)
     elif view == "stats":
         statistics_view(result, sel)
     elif view == "aggregate":

@@ -1,16 +1,18 @@
 """AppTest: the Attention Explorer page, each view, URL state and bad input, asserting on what is shown."""
 
+import base64
 import json
 
 import numpy as np
 import pytest
 
-from tests.app.conftest import decode_plotly, plotly_traces, set_shared
+from tests.app.conftest import decode_plotly, plotly_traces, renderer_head, renderer_payload, set_shared
 from ui.state import DEFAULT_TEXT
 from vizcore.attention.extract import extract_attention
 from vizcore.model.loading import load_model
 
 PAGE = "pages/attention.py"
+QUANTUM = 1 / 255 + 1e-6  # the browser gets 8-bit weights (square-root scale)
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +59,11 @@ def test_url_opens_the_given_layer_and_head_with_the_models_weights(explorer, re
     at = explorer(layer="2", head="3")
     assert not at.exception and not at.error
     assert at.slider(key="attention.layer").value == 2 and at.slider(key="attention.head").value == 3
-    z = decode_plotly(plotly_traces(at)[0]["z"])
-    np.testing.assert_allclose(z, reference.attention[1, 2], atol=1e-6)
-    assert "layer 2, head 3" in json.dumps(spec(at)["layout"]["title"])
+    payload = renderer_payload(at)
+    assert payload["initial"] == {"layer": 1, "head": 2, "view": "heatmap"}
+    np.testing.assert_allclose(renderer_head(payload), reference.attention[1, 2], atol=QUANTUM)
+    assert sorted(payload["layers"]) == [str(l) for l in range(6)]  # switches in the browser need no server
+    assert not at.get("plotly_chart")
     assert param(at, "layer") == "2" and param(at, "head") == "3"
     assert param(at, "text") == DEFAULT_TEXT and param(at, "view") == "heatmap"
 
@@ -70,8 +74,24 @@ def test_moving_the_sliders_rewrites_the_url_and_the_heatmap(explorer, reference
     rerun(at)
     at.slider(key="attention.head").set_value(12)
     rerun(at)
-    np.testing.assert_allclose(decode_plotly(plotly_traces(at)[0]["z"]), reference.attention[5, 11], atol=1e-6)
+    np.testing.assert_allclose(renderer_head(renderer_payload(at)), reference.attention[5, 11], atol=QUANTUM)
     assert param(at, "layer") == "6" and param(at, "head") == "12"
+
+
+def test_a_switch_in_the_browser_moves_the_sliders_and_the_url(explorer):
+    """What the component's callback does after a grid click (layer 4, head 5, back to the heatmap)."""
+    from ui.attention_component import store_selection
+
+    at = explorer(view="grid")
+    before = renderer_payload(at)
+    store_selection(at.session_state, "attention.renderer", {"layer": "attention.layer", "head": "attention.head",
+                                                             "view": "attention.view"},
+                    {"layer": 3, "head": 4, "view": "heatmap"})
+    rerun(at)
+    assert at.slider(key="attention.layer").value == 4 and at.slider(key="attention.head").value == 5
+    assert at.radio(key="attention.view").value == "heatmap"
+    assert param(at, "layer") == "4" and param(at, "head") == "5" and param(at, "view") == "heatmap"
+    assert renderer_payload(at) == before  # the browser already shows it: the same data, sent as a reference
 
 
 def test_bad_url_values_are_reported_and_ignored(explorer):
@@ -84,13 +104,13 @@ def test_bad_url_values_are_reported_and_ignored(explorer):
 
 def test_grid_view_shows_every_head_and_highlights_the_selected_one(explorer, reference):
     at = explorer(view="grid", layer="4", head="7")
-    traces = plotly_traces(at)
-    assert len(traces) == 6 * 12 + 1
-    n = len(reference.tokens)
-    np.testing.assert_allclose(decode_plotly(traces[3 * 12 + 6]["z"]), reference.attention[3, 6], atol=1e-6)
-    assert n <= 24  # short sentence: shown at full resolution
-    shape = spec(at)["layout"]["shapes"][0]
-    assert shape["x0"] < shape["x1"] and "layer 4, head 7" in traces[3 * 12 + 6]["hovertemplate"]
+    payload = renderer_payload(at)
+    assert payload["initial"] == {"layer": 3, "head": 6, "view": "grid"}
+    n, grid = len(reference.tokens), payload["grid"]
+    assert n <= 24 and grid["cells"] == n  # short sentence: shown at full resolution
+    codes = np.frombuffer(base64.b64decode(grid["data"]), dtype=np.uint8).reshape(6, 12, n, n)
+    np.testing.assert_allclose(codes[3, 6] / 255 * grid["max"], reference.attention[3, 6], atol=grid["max"] / 510)
+    assert "Click a head" in at.caption[0].value
 
 
 def test_pair_filter_and_hidden_specials_change_the_matrix(explorer):
@@ -98,14 +118,14 @@ def test_pair_filter_and_hidden_specials_change_the_matrix(explorer):
     assert at.selectbox(key="attention.pair_filter").disabled is False
     at.selectbox(key="attention.pair_filter").set_value("A->B")
     rerun(at)
-    trace = plotly_traces(at)[0]
-    assert len(trace["y"]) == 6 and len(trace["x"]) == 5  # [CLS] the cat sat . [SEP] -> it was tired . [SEP]
+    payload = renderer_payload(at)
+    assert payload["options"]["pairFilter"] == "A->B"  # the browser applies it (tests/e2e/test_renderer_browser.py)
+    assert payload["segments"] == [0] * 6 + [1] * 5  # [CLS] the cat sat . [SEP] -> it was tired . [SEP]
     assert "A→B" in at.caption[0].value
     at.toggle(key="attention.hide_special").set_value(True)
     rerun(at)
-    z = decode_plotly(plotly_traces(at)[0]["z"])
-    assert z.shape == (4, 4)
-    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)
+    assert renderer_payload(at)["options"] == {"pairFilter": "A->B", "hideSpecial": True, "mergeWords": False}
+    assert renderer_payload(at)["inputId"] == payload["inputId"]  # same input: the browser keeps its weights
     assert "renormalised" in at.caption[0].value
 
 
@@ -113,9 +133,10 @@ def test_merge_words_shows_whole_words(explorer):
     at = explorer(text="Tokenization is unbelievable.")
     at.toggle(key="attention.merge_words").set_value(True)
     rerun(at)
-    labels = plotly_traces(at)[0]["x"]
-    assert [label.rstrip("\u200b") for label in labels] == ["[CLS]", "tokenization", "is", "unbelievable", ".",
-                                                             "[SEP]"]
+    payload = renderer_payload(at)
+    assert payload["options"]["mergeWords"] is True
+    assert [payload["wordLabels"][w] for w in sorted(set(payload["wordOf"]))] == [
+        "[CLS]", "tokenization", "is", "unbelievable", ".", "[SEP]"]
 
 
 def test_statistics_table_lists_every_head_and_a_row_opens_it(explorer, reference):
@@ -161,9 +182,13 @@ def test_bad_sentences_give_a_clear_error(explorer, text, message):
     assert message in at.error[0].value
 
 
-def test_markup_in_the_sentence_reaches_the_chart_escaped(explorer):
+def test_markup_in_the_sentence_reaches_the_view_as_data(explorer):
     at = explorer(text="<script>alert(1)</script> hi")
-    labels = plotly_traces(at)[0]["x"]
+    tokens = renderer_payload(at)["tokens"]
+    assert tokens[:4] == ["[CLS]", "<", "script", ">"]  # JSON data, set with textContent in the browser
+    at.radio(key="attention.view").set_value("aggregate")
+    rerun(at)
+    labels = plotly_traces(at)[0]["x"]  # plotly charts escape it
     assert "&lt;" in labels and "<" not in "".join(labels)
 
 
@@ -221,7 +246,7 @@ def test_export_offers_files_and_the_image_format(explorer):
     at = explorer(view="export", layer="2", head="5")
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["This head as CSV", "This head as JSON", "All heads as CSV", "All heads as JSON",
-                      "Head view as HTML (offline)"]
+                      "Heatmap, grid and head view as HTML (offline)", "Head view as HTML (offline)"]
     at.radio(key="attention.image_format").set_value("svg")
     rerun(at)
     config = json.loads(at.get("plotly_chart")[0].proto.config)

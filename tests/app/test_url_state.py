@@ -11,9 +11,9 @@ def param(at, name):
     return value[0] if isinstance(value, list) else value
 
 
-# page, the link's page parameters, (widget kind, key, expected value) after opening it
+# page, the link's page parameters, (widget kind or "session", key, expected value) after opening it
 PAGES = [
-    ("pages/home.py", {"layer": "2", "head": "5"}, [("slider", "home.layer", 2), ("slider", "home.head", 5)]),
+    ("pages/home.py", {"layer": "2", "head": "5"}, [("session", "home.layer", 2), ("session", "home.head", 5)]),
     ("pages/step_by_step.py", {"layer": "4", "head": "7"},
      [("slider", "step_by_step.layer", 4), ("slider", "step_by_step.head", 7)]),
     ("pages/positional.py", {"length": "32", "d_model": "16"},
@@ -31,7 +31,8 @@ def test_a_link_opens_the_view_and_the_page_writes_it_back(new_app, page, params
         at.switch_page(page).run()
     assert not at.exception and not at.error
     for kind, key, expected in widgets:
-        assert getattr(at, kind)(key=key).value == expected
+        shown = at.session_state[key] if kind == "session" else getattr(at, kind)(key=key).value
+        assert shown == expected
     for name, value in params.items():
         assert param(at, name) == value
     assert param(at, "text") == "Birds sing at dawn." and param(at, "model") == "all-MiniLM-L6-v2"
@@ -43,7 +44,7 @@ def test_a_bad_value_in_a_link_is_reported_and_the_page_still_works(new_app):
     messages = " ".join(w.value for w in at.warning)
     assert "layer='99' was not used: layer must be a whole number from 1 to 6" in messages
     assert "head='x' was not used" in messages
-    assert at.slider(key="home.layer").value == 3 and param(at, "layer") == "3"
+    assert at.session_state["home.layer"] == 3 and param(at, "layer") == "3"
 
 
 def test_changing_the_sentence_rewrites_the_link_on_every_page(new_app):

@@ -1,10 +1,10 @@
-"""Attention Explorer in Chromium: URL state, switching heads, the grid, embedded offline views, markup as text."""
+"""Attention Explorer in Chromium: URL state, switching heads in the browser, the grid, embedded offline views,
+markup as text."""
 
 from urllib.parse import quote
 
 from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
 
-HEATMAP = ".js-plotly-plot .heatmaplayer"
 EVIL = "<script>alert(1)</script> <img onerror=alert(2)> The cat sat."  # 26 tokens: under the neuron view's 32
 
 
@@ -13,34 +13,54 @@ def open_page(page, app_url, query):
     wait_until_idle(page)
 
 
-def chart_text(page):
-    return page.locator(".js-plotly-plot").first.inner_text()
+VIEW = ".ib-attention[data-head]"
 
 
-def test_link_opens_layer_and_head_and_a_head_switch_updates_chart_and_url(app_url, page):
+def drawn(page):
+    view = page.locator(VIEW)
+    return view.get_attribute("data-view"), view.get_attribute("data-layer"), view.get_attribute("data-head")
+
+
+def test_link_opens_layer_and_head_and_a_head_switch_updates_view_and_url(app_url, page):
     open_page(page, app_url, "layer=2&head=3")
-    page.wait_for_selector(HEATMAP, timeout=120_000)
-    assert "layer 2, head 3" in chart_text(page)
-    slider = page.get_by_role("slider").nth(1)  # layer, head
-    slider.focus()
-    slider.press("ArrowRight")
-    page.wait_for_function("document.querySelector('.js-plotly-plot')?.innerText.includes('head 4')",
-                           timeout=60_000)
+    page.wait_for_selector(VIEW, timeout=120_000)
+    assert drawn(page) == ("heatmap", "2", "3")
+    assert "layer 2, head 3" in page.locator(".ib-title").inner_text()
+    view = page.locator(VIEW)
+    view.focus()
+    view.press("ArrowRight")
+    assert drawn(page) == ("heatmap", "2", "4")  # in the browser, at once
+    page.wait_for_function("location.search.includes('head=4')", timeout=60_000)
     wait_until_idle(page)
     assert "head=4" in page.url and "layer=2" in page.url
+    assert page.locator('[data-testid="stSliderThumbValue"]').nth(1).inner_text() == "4"  # the sliders follow
+    slider = page.get_by_role("slider").nth(0)  # layer, head: the page's own sliders still drive the view
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function("document.querySelector('.ib-attention')?.dataset.layer === '3'", timeout=60_000)
+    wait_until_idle(page)
+    assert drawn(page) == ("heatmap", "3", "4") and "layer=3" in page.url
     screenshot(page, "attention-heatmap")
     assert external_requests(page.requests_made) == []
 
 
 def test_grid_click_opens_that_head(app_url, page):
     open_page(page, app_url, "view=grid")
-    page.wait_for_selector(HEATMAP, timeout=120_000)
+    page.wait_for_selector(VIEW, timeout=120_000)
+    assert drawn(page)[0] == "grid"
     screenshot(page, "attention-grid")
-    page.locator(".js-plotly-plot .scatterlayer .point").nth(3 * 12 + 4).click(force=True)  # layer 4, head 5
+    canvas = page.locator(f"{VIEW} canvas").first
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    left = 36  # "L6" labels
+    pitch = (box["width"] - 120 - left) / 12
+    page.mouse.click(box["x"] + left + 4.5 * pitch, box["y"] + 32 + 3.5 * pitch)  # layer 4, head 5
+    assert drawn(page) == ("heatmap", "4", "5")
     page.wait_for_function("location.search.includes('view=heatmap')", timeout=60_000)
     wait_until_idle(page)
     assert "layer=4" in page.url and "head=5" in page.url
-    assert "layer 4, head 5" in chart_text(page)
+    assert drawn(page) == ("heatmap", "4", "5")
+    assert page.get_by_role("radio", name="Head heatmap").is_checked()
     assert external_requests(page.requests_made) == []
 
 

@@ -1,9 +1,9 @@
 """Ten browsers open the Attention Explorer at once on a fresh ``make run`` server (issue 15, defect 3).
 
-Each one must end with the heatmap drawn: when ``wait_until_idle`` says a page is done, the chart is
-there, not the grey placeholder Streamlit shows while the browser still fetches and runs the chart
-component (plotly.js, 4.7 MB; with ten fresh browsers on two cores that took 40-60 s after the
-server had finished the run).
+Each one must end with the heatmap drawn: when ``wait_until_idle`` says a page is done, the view is
+there, not the grey placeholder Streamlit shows while the browser still fetches and runs an element's
+component (plotly.js, 4.7 MB, took 40-60 s with ten fresh browsers on two cores; the heatmap is now the
+client-side view, ui/attention_component.py).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def test_ten_browsers_opening_attention_at_once_each_end_with_the_heatmap(browse
             for number, page in enumerate(pages):
                 wait_until_idle(page, timeout_s=max(deadline - time.monotonic(), 1))
                 state = page.evaluate("""() => ({
-                    drawn: document.querySelectorAll('.js-plotly-plot .heatmaplayer').length,
-                    title: document.querySelector('.js-plotly-plot .gtitle')?.textContent ?? '',
+                    drawn: document.querySelectorAll('.ib-attention[data-head] canvas').length,
+                    title: document.querySelector('.ib-attention .ib-title')?.textContent ?? '',
                     waiting: document.querySelectorAll('[data-testid=stSkeleton]').length,
                     errors: [...document.querySelectorAll('[data-testid=stException], [data-testid=stAlert]')]
                         .map(e => e.innerText),

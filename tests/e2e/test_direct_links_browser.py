@@ -22,13 +22,14 @@ TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional e
           "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings", "Why?"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
+VIEW = ".ib-attention[data-head]"  # the client-side attention view (Home, the Explorer's heatmap)
 FIRST_RUN_MS = 240_000  # a fresh server imports torch and loads a model on 2 shared cores
 
 # name: (path, query parameters, nav title, the page's heading, an element only the page draws)
 CASES = {
-    "home": ("/", {"text": SENTENCE}, "Home", "See inside BERT-style Transformers", HEATMAP),
+    "home": ("/", {"text": SENTENCE}, "Home", "See inside BERT-style Transformers", VIEW),
     "attention": ("/attention", {"text": SENTENCE, "layer": "2", "head": "3"}, "Attention Explorer",
-                  "Attention Explorer", HEATMAP),
+                  "Attention Explorer", VIEW),
     "step-by-step": ("/step-by-step", {"text": SENTENCE}, "Attention, step by step", "Attention, step by step",
                      HEATMAP),
     "positional": ("/positional", {"text": SENTENCE}, "Positional encoding", "Positional encoding", HEATMAP),
@@ -44,7 +45,9 @@ def sidebar_sentence(page) -> str:
 
 
 def chart_texts(page) -> str:
-    return "\n".join(page.locator(".js-plotly-plot").all_inner_texts())
+    """Plotly charts' text, and the client-side view's heatmap label (it names the tokens drawn)."""
+    labels = [canvas.get_attribute("aria-label") or "" for canvas in page.locator(".ib-attention canvas").all()]
+    return "\n".join(page.locator(".js-plotly-plot").all_inner_texts() + labels)
 
 
 def check_query_parameters(page, name: str) -> None:
@@ -60,7 +63,7 @@ def check_query_parameters(page, name: str) -> None:
     if name in {"home", "attention", "step-by-step"}:
         assert "barked" in chart_texts(page)  # the charts are of the link's sentence
     if name == "attention":
-        assert "layer 2, head 3" in page.locator(".js-plotly-plot").first.inner_text()
+        assert "layer 2, head 3" in page.locator(".ib-attention .ib-title").first.inner_text()
         assert "layer=2" in page.url and "head=3" in page.url and "dog+barked" in page.url
 
 

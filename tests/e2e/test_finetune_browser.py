@@ -42,10 +42,11 @@ def test_second_user_stays_responsive_while_the_first_trains_and_stop_keeps_the_
     second.on("request", lambda request: second.requests_made.append(request.url))
     started = time.monotonic()
     second.goto(app_url)
-    second.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=60_000)
+    second.wait_for_selector(".ib-attention[data-head]", timeout=60_000)  # Home's attention view
     second.get_by_role("button", name="…the dog chased…").click()
     second.wait_for_function(
-        "document.querySelector('.js-plotly-plot')?.innerText.includes('chased')", timeout=60_000)
+        "document.querySelector('.ib-attention canvas')?.getAttribute('aria-label').includes('chased')",
+        timeout=60_000)
     responsive_s = time.monotonic() - started
     still_training = stop_button(page).is_enabled()
     screenshot(second, "finetune-second-user")

@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.conftest import external_requests, screenshot
 from tests.support.synthetic import EVIL, synthetic_run
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions, apply_view
-from vizcore.attention.payload import FULL_MAX_TOKENS, attention_payload, decode_layer
+from vizcore.attention.payload import FULL_MAX_TOKENS, attention_payload, decode_layer, dequantise, quantise
 from vizcore.attention.renderer import attention_view_html
 
 VIEW = "#attention-view"
@@ -83,8 +83,8 @@ def test_hover_shows_query_key_and_weight_with_markup_as_text(opened):
     top_edge = box["y"] + box["height"] - 8 - n * 40
     page.mouse.move(left_edge + 5 * 40 + 20, top_edge + 4 * 40 + 20)
     tip = page.locator(".ib-tip")
-    weight = run.attention[0, 0, 4, 5]
-    assert tip.inner_text() == f"query: {EVIL}\nkey: cat\nweight: {round(weight * 255) / 255:.3f}"
+    weight = dequantise(quantise(run.attention[0, 0, 4, 5]))
+    assert tip.inner_text() == f"query: {EVIL}\nkey: cat\nweight: {weight:.3f}"
     assert page.locator("img").count() == 0 and page.dialogs == []
 
 

@@ -43,6 +43,13 @@
     return out;
   }
 
+  // 8-bit codes on a square-root scale (payload.py): weight = (code / levels)^2.
+  function weights(levels) {
+    const table = new Float64Array(256);
+    for (let q = 0; q < 256; q++) table[q] = Math.pow(q / levels, 2);
+    return table;
+  }
+
   function isPair(p) { return p.segments.indexOf(1) >= 0; }
 
   // Query and key positions kept by the options, in order (aggregate.apply_view: pair filter, then specials).
@@ -87,7 +94,7 @@
         : "This pair filter leaves no tokens."};
     }
     const rows = axis(p, kept[0], options.mergeWords), cols = axis(p, kept[1], options.mergeWords);
-    const n = p.n, base = head * n * n, scale = 1 / p.levels, C = cols.length;
+    const n = p.n, base = head * n * n, C = cols.length, weight = weights(p.levels);
     const values = new Float32Array(rows.length * C);
     let max = 0;
     rows.forEach(function (row, r) {
@@ -97,11 +104,11 @@
         let total = 1;
         if (options.hideSpecial) {
           total = 0;
-          kept[1].forEach(function (k) { total += codes[offset + k] * scale; });
+          kept[1].forEach(function (k) { total += weight[codes[offset + k]]; });
         }
-        const factor = total > 0 ? scale / total : 0;
+        const factor = total > 0 ? 1 / total : 0;
         cols.forEach(function (col, c) {
-          for (let i = 0; i < col.positions.length; i++) sums[c] += codes[offset + col.positions[i]] * factor;
+          for (let i = 0; i < col.positions.length; i++) sums[c] += weight[codes[offset + col.positions[i]]] * factor;
         });
       });
       for (let c = 0; c < C; c++) {
@@ -382,7 +389,8 @@
       }
       legend(ctx, left + C * cell + 16, top + 24, Math.max(80, Math.min(R * cell - 24, 320)), m.max, "weight");
       drawn.canvas.setAttribute("role", "img");
-      drawn.canvas.setAttribute("aria-label", "heatmap: rows are query tokens, columns key tokens");
+      drawn.canvas.setAttribute("aria-label", "heatmap of " + R + " query by " + C + " key tokens: " +
+        rowLabels.slice(0, 64).join(" ") + (R > 64 ? " \u2026" : ""));
       drawn.canvas.addEventListener("mousemove", function (event) {
         const box = drawn.canvas.getBoundingClientRect();
         const c = Math.floor((event.clientX - box.left - left) / cell);
@@ -584,7 +592,7 @@
           drawn = drawLines(m);
         } else {
           status.textContent = "Rows: query tokens (who attends); columns: key tokens. Hover a cell for its " +
-            "weight (8-bit, \u00b10.002)." + (isPair(p) ? " Sentence A in blue, B in orange." : "");
+            "weight (8-bit, \u00b10.004)." + (isPair(p) ? " Sentence A in blue, B in orange." : "");
           drawn = drawHeatmap(m);
         }
       }
