@@ -1,20 +1,26 @@
-"""The Attention Explorer with long inputs, measured in Chromium: bytes over the wire and time per switch.
+"""The Attention Explorer with long inputs, measured in Chromium: the client-side renderer beside the plotly heatmap.
 
-Run: ``.venv/bin/python -m bench.attention_page [--port 8603]``. Writes its section of docs/BENCHMARKS.md.
+Run: ``.venv/bin/python -m bench.attention_page [--port 8603] [--bertviz]``. Writes its section of
+docs/BENCHMARKS.md.
 
-For each case (model, n tokens) it starts ``python -m ui.launch`` (what ``make run`` starts), opens
-``/attention?text=...&model=...`` in headless Debian Chromium and measures:
+For each case (model, n tokens) it starts ``python -m ui.launch`` (what ``make run`` starts) and opens
+``/attention?text=...&model=...`` in headless Debian Chromium twice:
 
-* load: bytes the page receives (HTTP + WebSocket) until the first heatmap is drawn;
-* switch: median over ``SWITCHES`` head changes (slider key press) of the WebSocket bytes received
-  and the wall time until the new head is drawn and the app is idle;
-* grid: bytes received when opening the layers x heads grid;
-* bertviz: the size of bertviz ``head_view`` HTML for the same tokens and weights (every weight of
-  every head is embedded in it), built in the same run.
+* renderer (``view=heatmap``, ``vizcore/static/attention_view.js``): bytes until the view has drawn
+  (all, and the WebSocket part: the view's data), then the median over ``SWITCHES`` head switches
+  (ArrowRight on the view) and layer switches (ArrowDown) of the time from the key event to the next
+  frame after the view has drawn the new head (in the page: ``performance.now``), and the WebSocket
+  bytes of the run each switch starts in the background (it only updates the URL and the sliders).
+  Above 128 tokens a layer switch asks the server for that layer: its time is from the key press to
+  ``data-layer`` changing, measured from Python.
+* plotly (``view=export``, which still draws the selected head with ``vizcore.plot.attention_heatmap``,
+  as the heatmap view did before): the median over ``SWITCHES`` head changes with the slider of the
+  time until the new head is drawn and the app is idle, and their bytes.
 
 The 12 x 12 case is a random-weight BERT (hidden 192, 12 layers, 12 heads: the attention tensors
 have bert-base's shape, 12 x 12 x 512 x 512) saved to a temporary folder with the embedded model's
-tokenizer, so no download is needed.
+tokenizer, so no download is needed. ``--bertviz`` adds the size of bertviz's head_view HTML for the
+same weights (slow at 512 tokens: it is hundreds of MB).
 """
 
 from __future__ import annotations
@@ -68,29 +74,76 @@ def bertviz_size(model: str, text: str) -> float:
 
 
 class Wire:
-    """Bytes received by the page: HTTP response bodies and WebSocket frames."""
+    """Bytes received by the page: WebSocket frames and HTTP response bodies (with headers)."""
 
     def __init__(self, page):
-        self.bytes = 0
+        self.socket = 0
+        self.http = 0
         page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
         page.on("requestfinished", self._request)
 
+    @property
+    def bytes(self) -> int:
+        return self.socket + self.http
+
     def _frame(self, payload) -> None:
-        self.bytes += len(payload if isinstance(payload, (bytes, bytearray)) else payload.encode())
+        self.socket += len(payload if isinstance(payload, (bytes, bytearray)) else payload.encode())
 
     def _request(self, request) -> None:
         sizes = request.sizes()
-        self.bytes += sizes.get("responseBodySize", 0) + sizes.get("responseHeadersSize", 0)
+        self.http += sizes.get("responseBodySize", 0) + sizes.get("responseHeadersSize", 0)
 
 
-def measure_case(browser, url: str, model: str, text: str) -> dict:
+VIEW = ".ib-attention[data-head]"
+# One key event on the view; the time until the frame after it has drawn (the renderer draws synchronously).
+SWITCH_JS = """async (key) => {
+    const view = document.querySelector('.ib-attention');
+    const start = performance.now();
+    view.dispatchEvent(new KeyboardEvent('keydown', {key: key, bubbles: true}));
+    await new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)));
+    return {ms: performance.now() - start, layer: view.dataset.layer, head: view.dataset.head};
+}"""
+
+
+def switch_in_browser(page, wire: Wire, key: str, expect: tuple[str, str]) -> tuple[float, int]:
+    """One switch: milliseconds to the drawn frame (from Python when the server must send a layer), and the
+    WebSocket bytes of the run it starts."""
+    before = wire.socket
+    start = time.perf_counter()
+    got = page.evaluate(SWITCH_JS, key)
+    if (got["layer"], got["head"]) != expect:  # a layer the view does not hold yet: it asked the server
+        page.wait_for_function(f"document.querySelector('.ib-attention')?.dataset.layer === '{expect[0]}'",
+                               timeout=120_000)
+        got["ms"] = (time.perf_counter() - start) * 1000
+    wait_until_idle(page, quiet_ms=300)
+    return got["ms"], wire.socket - before
+
+
+def measure_renderer(browser, url: str, model: str, text: str) -> dict:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     wire = Wire(page)
-    base = f"{url}/attention?model={quote(model)}&text={quote(text)}"
-    page.goto(base + "&layer=1&head=1&view=heatmap")
+    page.goto(f"{url}/attention?model={quote(model)}&text={quote(text)}&layer=1&head=1&view=heatmap")
+    page.wait_for_selector(VIEW, timeout=600_000)
+    wait_until_idle(page, timeout_s=600)
+    load, load_socket = wire.bytes, wire.socket
+    heads, layers = [], []
+    for head in range(2, 2 + SWITCHES):
+        heads.append(switch_in_browser(page, wire, "ArrowRight", ("1", str(head))))
+    for layer in range(2, 2 + min(SWITCHES, 5)):
+        layers.append(switch_in_browser(page, wire, "ArrowDown", (str(layer), str(1 + SWITCHES))))
+    page.close()
+    return {"load": load / MB, "load_socket": load_socket / MB,
+            "head_ms": statistics.median(t for t, _ in heads), "head_mb": statistics.median(b for _, b in heads) / MB,
+            "layer_ms": statistics.median(t for t, _ in layers),
+            "layer_mb": statistics.median(b for _, b in layers) / MB}
+
+
+def measure_plotly(browser, url: str, model: str, text: str) -> dict:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    wire = Wire(page)
+    page.goto(f"{url}/attention?model={quote(model)}&text={quote(text)}&layer=1&head=1&view=export")
     page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=600_000)
     wait_until_idle(page, timeout_s=600)
-    load = wire.bytes
     slider = page.get_by_role("slider").nth(1)
     times, sizes = [], []
     for head in range(2, 2 + SWITCHES):
@@ -102,15 +155,8 @@ def measure_case(browser, url: str, model: str, text: str) -> dict:
         wait_until_idle(page, quiet_ms=300)
         times.append(time.perf_counter() - start - 0.3)  # the quiet period is waiting, not work
         sizes.append(wire.bytes - before)
-    before = wire.bytes
-    page.get_by_text("All heads", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .heatmaplayer .hm').length > 1",
-                           timeout=120_000)
-    wait_until_idle(page, quiet_ms=300)
-    grid = wire.bytes - before
     page.close()
-    return {"load": load / MB, "switch_s": statistics.median(times), "switch_mb": statistics.median(sizes) / MB,
-            "grid": grid / MB}
+    return {"switch_ms": statistics.median(times) * 1000, "switch_mb": statistics.median(sizes) / MB}
 
 
 def start_server(port: int) -> subprocess.Popen:
@@ -126,6 +172,7 @@ def start_server(port: int) -> subprocess.Popen:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8603)
+    parser.add_argument("--bertviz", action="store_true", help="also build bertviz's head_view HTML (slow)")
     parser.add_argument("--no-write", action="store_true", help="print the table, leave docs/ alone")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -135,37 +182,53 @@ def main() -> None:
     tokenizer = load_model(DEFAULT_MODEL, device="cpu").tokenizer
     with tempfile.TemporaryDirectory() as folder:
         big = random_bert_12x12(Path(folder))
-        cases = [(DEFAULT_MODEL, "6 x 12", 64), (DEFAULT_MODEL, "6 x 12", 512), (big, "12 x 12 (random)", 64),
-                 (big, "12 x 12 (random)", 512)]
+        cases = [(DEFAULT_MODEL, "6 x 12", 64), (DEFAULT_MODEL, "6 x 12", 128), (DEFAULT_MODEL, "6 x 12", 512),
+                 (big, "12 x 12 (random)", 128), (big, "12 x 12 (random)", 512)]
         server = start_server(args.port)
-        rows = []
+        rows, old_rows = [], []
         try:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 for model, shape, n in cases:
                     text = text_of_length(tokenizer, n)
-                    got = measure_case(browser, f"http://localhost:{args.port}", model, text)
-                    size = bertviz_size(model, text)
-                    rows.append([shape, n, f"{got['load']:.2f}", f"{got['switch_mb']:.3f}", f"{got['switch_s']:.2f}",
-                                 f"{got['grid']:.3f}", f"{size:.1f}", f"{size / max(got['switch_mb'], 1e-9):,.0f}x"])
+                    url = f"http://localhost:{args.port}"
+                    new = measure_renderer(browser, url, model, text)
+                    old = measure_plotly(browser, url, model, text)
+                    rows.append([shape, n, f"{new['load']:.2f}", f"{new['load_socket']:.2f}", f"{new['head_ms']:.0f}",
+                                 f"{new['layer_ms']:.0f}", f"{new['head_mb']:.4f}", f"{new['layer_mb']:.3f}",
+                                 f"{old['switch_ms']:.0f}", f"{old['switch_mb']:.3f}",
+                                 f"{old['switch_ms'] / max(new['head_ms'], 1e-3):.0f}x"])
+                    if args.bertviz:
+                        old_rows.append([shape, n, f"{bertviz_size(model, text):.1f}"])
                     print(rows[-1], flush=True)
                 browser.close()
         finally:
             server.terminate()
             server.wait(timeout=30)
-    body = "\n\n".join([
-        "## Attention Explorer with long inputs (bench/attention_page.py)",
+    parts = [
+        "## Attention Explorer: client-side renderer and plotly (bench/attention_page.py)",
         f"Headless Debian Chromium against `python -m ui.launch`; {machine()}; 1-minute load average at the "
         f"end: {os.getloadavg()[0]:.1f} (other work shares these cores, so wall times are upper bounds). "
-        f"Switch = one head change with the slider, median of {SWITCHES}; bytes are what the browser receives "
-        "(WebSocket frames and HTTP bodies). The page sends one head's float32 matrix (n² x 4 bytes, "
-        "base64) and each grid head as at most 24 x 24 block means; bertviz's head view embeds every "
-        "weight of every layer and head as JSON text. First load includes Streamlit's own JavaScript and "
-        "CSS (about 7.7 MB, cached by the browser after the first visit).",
-        markdown_table(["model (layers x heads)", "tokens", "first load (MB)", "per switch (MB)",
-                        "per switch (s)", "open grid (MB)", "bertviz head_view HTML (MB)",
-                        "bertviz ÷ one switch"], rows),
-    ])
+        "**Renderer** (`view=heatmap`, vizcore/static/attention_view.js): first load = every byte until the "
+        "view has drawn, of which the WebSocket part is the page's runs (the view's data: 8-bit weights of "
+        "every layer up to 128 tokens, of the shown layer above, and 24 x 24 block means of every head); head "
+        f"and layer switch = median of {SWITCHES} (layers: 5) arrow keys on the view, from the key event to "
+        "the next frame after the view has drawn the new head, measured in the page; above 128 tokens a layer "
+        "switch waits for the server to send that layer (measured from the key press to the drawn layer). "
+        "Bytes per switch are the WebSocket bytes of the run each switch starts in the background (URL and "
+        "sliders): Streamlit sends a reference to the view's unchanged data, not the data again. **Plotly** "
+        "(`view=export`, the same head drawn by `vizcore.plot.attention_heatmap` as the heatmap view did "
+        "before): one head change with the slider, a server run and a plotly redraw, until the app is idle. "
+        "First load includes Streamlit's own JavaScript and CSS (about 7.7 MB, cached by the browser after "
+        "the first visit). Goals (issue 20): head switch <= 50 ms at 64 tokens and <= 150 ms at 512; layer "
+        "switch within the same bounds up to 128 tokens; a 512-token view of a 12 x 12 model <= 5 MB.",
+        markdown_table(["model (layers x heads)", "tokens", "renderer: first load (MB)", "of it WebSocket (MB)",
+                        "head switch (ms)", "layer switch (ms)", "per head switch (MB)", "per layer switch (MB)",
+                        "plotly: head switch (ms)", "plotly: per switch (MB)", "plotly ÷ renderer"], rows),
+    ]
+    if old_rows:
+        parts.append(markdown_table(["model", "tokens", "bertviz head_view HTML (MB)"], old_rows))
+    body = "\n\n".join(parts)
     if args.no_write:
         print(body)
     else:

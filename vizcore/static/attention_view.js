@@ -616,14 +616,18 @@
         state.focus = null;
         state.pinned = false;
       }
+      let arrived = false;
       Object.keys(next.layers || {}).forEach(function (key) {
-        if (state.encoded[key] !== next.layers[key]) delete state.decoded[key];
+        if (state.encoded[key] === next.layers[key]) return;
+        delete state.decoded[key];
         state.encoded[key] = next.layers[key];
+        arrived = true;
       });
       const rebuild = fresh || !same(state.p.controls, next.controls);
       state.p = next;
       if (rebuild) buildControls();
-      if (fresh || !same(state.givenOptions, next.options)) {
+      const optionsChanged = fresh || !same(state.givenOptions, next.options);
+      if (optionsChanged) {
         state.givenOptions = next.options;
         state.options = Object.assign({}, next.options);
       }
@@ -631,8 +635,8 @@
         state.lastInitial = next.initial;
         state.layer = -1;  // draw even when the selection is the same numbers
         select(next.initial.layer, next.initial.head, next.initial.view, false);
-      } else {
-        render();
+      } else if (arrived || rebuild || optionsChanged) {
+        render();  // the same data handed over again (a host's rerun) draws nothing
       }
     }
 
