@@ -219,8 +219,9 @@ def main() -> None:
         "sliders): Streamlit sends a reference to the view's unchanged data, not the data again. **Plotly** "
         "(`view=export`, the same head drawn by `vizcore.plot.attention_heatmap` as the heatmap view did "
         "before): one head change with the slider, a server run and a plotly redraw, until the app is idle. "
-        "First load includes Streamlit's own JavaScript and CSS (about 7.7 MB, cached by the browser after "
-        "the first visit). Goals (issue 20): head switch <= 50 ms at 64 tokens and <= 150 ms at 512; layer "
+        "First load includes Streamlit's own JavaScript and CSS over HTTP (about 3.2 MB now that the heatmap "
+        "needs no plotly.js, 7.7 MB with it; cached by the browser after the first visit). Goals (issue 20): "
+        "head switch <= 50 ms at 64 tokens and <= 150 ms at 512; layer "
         "switch within the same bounds up to 128 tokens; a 512-token view of a 12 x 12 model <= 5 MB.",
         markdown_table(["model (layers x heads)", "tokens", "renderer: first load (MB)", "of it WebSocket (MB)",
                         "head switch (ms)", "layer switch (ms)", "per head switch (MB)", "per layer switch (MB)",

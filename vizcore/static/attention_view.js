@@ -464,8 +464,8 @@
       const ROW = 28, GAP = 280;
       const R = m.rows.length, C = m.cols.length, pair = isPair(state.p);
       const probe = canvasFor(1, 1).ctx;
-      const leftW = widest(probe, m.rows.map(function (g) { return g.label; }), 240);
-      const rightW = widest(probe, m.cols.map(function (g) { return g.label; }), 240);
+      const leftW = widest(probe, m.rows.map(function (g) { return g.label; }), 240) + 16;  // + the spans' padding
+      const rightW = widest(probe, m.cols.map(function (g) { return g.label; }), 240) + 16;
       const wrap = element("div", "ib-lines");
       wrap.style.width = (leftW + GAP + rightW + 16) + "px";
       wrap.style.height = (Math.max(R, C) * ROW + 8) + "px";
