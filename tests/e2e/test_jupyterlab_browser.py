@@ -5,6 +5,7 @@ switches head with an arrow key, the second opens on the grid. Nothing is reques
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ def lab(tmp_path_factory):
         process = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
              f"--ServerApp.root_dir={folder}", "--IdentityProvider.token=", "--ServerApp.password=",
+             "--ServerApp.disable_check_xsrf=True",
              "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
              ],
             cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -44,6 +46,12 @@ def lab(tmp_path_factory):
                 if process.poll() is not None:
                     raise RuntimeError("jupyter lab exited: see artifacts/jupyterlab.log") from None
                 time.sleep(0.5)
+        # The notebook's kernel is started here, so JupyterLab opens it attached and never asks which kernel.
+        session = json.dumps({"path": "attention.ipynb", "type": "notebook", "name": "attention.ipynb",
+                              "kernel": {"name": "python3"}}).encode()
+        request = urllib.request.Request(f"{url}/api/sessions", data=session, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=60).close()
         try:
             yield url, folder
         finally:
@@ -58,12 +66,14 @@ def test_the_example_notebook_draws_the_view_in_jupyterlab(lab, page):
     page.wait_for_function("document.body.textContent.includes('Kernel status: Idle')", timeout=120_000)
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.get_by_text("Run All Cells", exact=True).click()
-    select = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
+    select = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")  # "Select" (the kernel)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not page.locator(VIEW).count():
         if select.count() and select.is_visible():  # JupyterLab may ask which kernel to start
             select.click()
         time.sleep(0.5)
+    if not page.locator(VIEW).count():
+        screenshot(page, "jupyterlab-not-drawn")
     page.wait_for_selector(VIEW, timeout=10_000)
     view = page.locator(VIEW).first
     assert (view.get_attribute("data-layer"), view.get_attribute("data-head")) == ("3", "1")
