@@ -76,6 +76,8 @@ def test_user_markup_is_shown_as_text_and_never_runs(app_url, page):
     box = canvas.bounding_box()
     page.mouse.move(box["x"] + box["width"] - 130, box["y"] + box["height"] - 12)  # the last cell: [SEP] -> [SEP]
     assert page.locator(".ib-tip").inner_text().startswith("query: [SEP]\nkey: [SEP]\nweight: ")
+    label = canvas.get_attribute("aria-label")  # the tokens the canvas drew, as plain text
+    assert "< im ##g sr ##c = x one ##rro ##r = alert ( 1 ) > < script > alert ( 2 ) < / script > hello" in label
     assert dialogs == []
     assert page.locator("img[src='x']").count() == 0
 
