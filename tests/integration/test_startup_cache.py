@@ -120,11 +120,12 @@ def test_the_first_page_modules_do_not_import_torch(cache, loaded):
     startup_cache.prepare(loaded)
     code = (
         "import sys\n"
-        "import ui.state, vizcore.plot\n"
+        "import ui.state, ui.attention_component\n"
         "from vizcore.model import startup_cache\n"
         "from vizcore.attention.examples import DEFAULT_TEXT\n"
+        "from vizcore.attention.payload import attention_payload\n"
         "result = startup_cache.load('all-MiniLM-L6-v2', 'auto', DEFAULT_TEXT, None)\n"
-        "vizcore.plot.attention_heatmap(result.attention[0, 0], result.tokens).to_json()\n"
+        "assert attention_payload(result, 2)['n'] == len(result.tokens)\n"  # what Home's view is sent
         "print(sorted(m for m in ('torch', 'transformers', 'tokenizers') if m in sys.modules))\n"
     )
     if any(Path(node).exists() for node in catalog._ACCELERATOR_NODES):
