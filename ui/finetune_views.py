@@ -8,11 +8,9 @@ which attention heads changed) is here.
 
 from __future__ import annotations
 
-import importlib
-
 import streamlit as st
 
-from ui import jobs
+from ui import finetune_qa, finetune_token, jobs
 from ui.feedback import CHART
 from ui.finetune_classify import PAIR_UI, SENTENCE_UI
 from ui.state import selection
@@ -45,16 +43,9 @@ TASK_HELP = {
 
 def task_ui() -> dict[str, object]:
     """Task name -> its UI (``data_section()``, ``results_section(result, data)``, optionally
-    ``attention_inputs(data) -> (texts, pairs or None)``), for the tasks this install has."""
-    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI}
-    for name in ("token", "qa"):
-        try:
-            found[name] = importlib.import_module(f"ui.finetune_{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"ui.finetune_{name}":
-                raise
-    get_task("sentence")  # imports every task module
-    return {name: found[name] for name in task_names() if name in found}
+    ``attention_inputs(data) -> (texts, pairs or None)``), in the order of the registry."""
+    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI, "token": finetune_token, "qa": finetune_qa}
+    return {name: found[name] for name in task_names()}
 
 
 def finetune_tab() -> None:
