@@ -92,6 +92,11 @@ class Task(ABC):
     def evaluate(self, model: TaskModel, tokenizer: Any, split: Any, max_length: int) -> dict[str, float]:
         """Held-out figures (``self.metric`` among them); ``model`` is in eval mode."""
 
+    def held_out_records(self, model: TaskModel, tokenizer: Any, split: Any, max_length: int) -> list[dict]:
+        """One plain record per example of ``split`` with the model's prediction beside the gold one, for
+        the CLI's JSON (classification tasks report theirs through ``analysis.evaluate``)."""
+        return []
+
 
 TASKS: dict[str, Task] = {}
 
