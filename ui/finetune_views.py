@@ -140,9 +140,10 @@ def results_section(uis: dict[str, object]) -> None:
         next(columns).metric(f"Held-out {label}", "–" if after is None else f"{after:.3f}", delta)
     next(columns).metric("Held-out examples", len(job.data.test))
     next(columns).metric("Steps", f"{result.steps_done}/{result.total_steps}")
-    next(columns).metric("Trained weights", f"{result.trainable_parameters:,}",
-                         help=f"{result.trainable_parameters / result.total_parameters:.3%} of the model's "
-                              f"{result.total_parameters:,} weights")
+    trained = result.trainable_parameters
+    next(columns).metric("Trained weights", f"{trained:,}" if trained < 100_000 else f"{trained / 1e6:.1f} M",
+                         help=f"{trained:,} weights: {trained / result.total_parameters:.3%} of the model's "
+                              f"{result.total_parameters:,}")
     st.caption(f"Before training (step 0), with its new untrained head: {first:.1%}. "
                f"Training took {result.seconds:.0f} s.")
     uis[task.name].results_section(result, job.data)
