@@ -128,7 +128,7 @@ def write_atomic(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
     try:
-        pq.write_table(table, partial)
+        pq.write_table(table, partial, compression="zstd")
         os.replace(partial, path)
     except OSError as error:
         raise VizError(f"Could not write '{path}': {error.strerror or error}.") from error
