@@ -173,8 +173,10 @@ def show_summary(r: CorpusResults) -> None:
     cols[0].metric("Sentences", f"{s['sentences']:,}")
     cols[1].metric("Blank lines skipped", f"{s['skipped']:,}")
     cols[2].metric("Truncated", f"{s['truncated']:,}")
-    cols[3].metric("Model", s["model"])
+    cols[3].metric("Layers x heads", f"{r.num_layers} x {r.num_heads}")
     cols[4].metric("Arcs parsed", f"{s['arcs']:,}" if s.get("arcs") is not None else "no syntax")
+    st.caption(f"Model **{s['model']}**, engine {s['engine']}, {s['seconds']:,.1f} s. Layers and heads are counted "
+               "from 1 here, from 0 in the Parquet files.")
 
 
 def show_roles(folder: str, stamp: float) -> None:
