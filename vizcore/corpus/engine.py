@@ -214,15 +214,17 @@ def run_corpus(settings: Settings, worker: Worker | None = None, progress: Progr
     done = len(corpus) - sum(len(s.texts) for s in pending)
     report = _counter(done, len(corpus), progress)
     start = time.perf_counter()
+    timings = {}
     if settings.engine == "local":
         _run_local(worker, pending, settings, out, layers, heads, report, stop)
     else:
         from vizcore.corpus.ray_engine import run_ray
 
-        run_ray(settings, pending, lambda shard, records: write_shard(out, shard, records, layers, heads,
-                                                                     settings.syntax), report, stop)
+        timings = run_ray(settings, pending, lambda shard, records: write_shard(out, shard, records, layers, heads,
+                                                                               settings.syntax), report, stop)
     seconds = time.perf_counter() - start
-    return finish(out, settings, corpus, shards, pending, seconds, stopped=bool(stop and stop.is_set()))
+    return finish(out, settings, corpus, shards, pending, seconds, stopped=bool(stop and stop.is_set()),
+                  timings=timings)
 
 
 def _shape(settings: Settings, worker: Worker | None) -> tuple[int, int]:
@@ -259,7 +261,7 @@ def _run_local(worker: Worker, pending: list[Shard], settings: Settings, out: Pa
 
 
 def finish(out: Path, settings: Settings, corpus: Corpus, shards: list[Shard], pending: list[Shard],
-           seconds: float, stopped: bool) -> dict:
+           seconds: float, stopped: bool, timings: dict | None = None) -> dict:
     finished = [s for s in shards if (out / "sentences" / s.name).exists()]
     sentences = [pq.read_table(out / "sentences" / s.name) for s in finished]
     computed = sum(len(s.texts) for s in pending if s in finished)
@@ -277,6 +279,7 @@ def finish(out: Path, settings: Settings, corpus: Corpus, shards: list[Shard], p
     if settings.engine == "ray":
         summary["ray_address"] = settings.ray_address or "local"
         summary["workers"] = settings.workers
+        summary.update(timings or {})
     if settings.syntax and summary["complete"]:
         arcs = sum(pa.compute.sum(t.column("arcs")).as_py() or 0 for t in sentences)
         unaligned = sum(pa.compute.sum(t.column("unaligned_arcs")).as_py() or 0 for t in sentences)

@@ -8,7 +8,8 @@ parser, also the sentence's arcs (``arc_relation``, ``arc_offset`` ``[A, 2]``, `
 
 Stages as in the app's one-sentence core (``vizcore.model.run``): tokenise (truncated to the model's
 maximum, and counted) -> one padded forward pass with eager attention -> per sentence, the attention of
-its real tokens ``[:n, :n]`` (padding is masked, so its keys get weight 0) -> ``head_statistics``.
+its real tokens (padding is masked, so its keys get weight 0) -> the measures of ``head_statistics``, for
+the whole batch at once (``batch_measures``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from vizcore.attention.head_stats import STATISTICS, head_statistics
+from vizcore.attention.head_stats import STATISTICS, token_classes
 from vizcore.corpus import syntax
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import forward, model_inputs
@@ -45,14 +46,23 @@ class Encoded:
 
 
 def encode_texts(loaded: LoadedModel, texts: list[str]) -> Encoded:
-    tokenizer = loaded.tokenizer
-    full = tokenizer(texts, truncation=False, verbose=False)["input_ids"]
-    enc = tokenizer(texts, truncation=True, max_length=loaded.max_length, return_offsets_mapping=True,
-                    return_special_tokens_mask=True, verbose=False)
-    ids = enc["input_ids"]
-    return Encoded(ids, [np.asarray(o, dtype=np.int64).reshape(-1, 2) for o in enc["offset_mapping"]],
-                   [np.asarray(s, dtype=bool) for s in enc["special_tokens_mask"]],
-                   [tokenizer.convert_ids_to_tokens(row) for row in ids], [len(row) for row in full])
+    """Tokenised once; only the texts longer than the model's maximum again, truncated."""
+    def tokenise(some: list[str], truncation: bool):
+        return loaded.tokenizer(some, truncation=truncation, max_length=loaded.max_length if truncation else None,
+                                return_offsets_mapping=True, return_special_tokens_mask=True, verbose=False)
+
+    enc = tokenise(texts, truncation=False)
+    ids, offsets, special = enc["input_ids"], enc["offset_mapping"], enc["special_tokens_mask"]
+    full = [len(row) for row in ids]
+    long = [i for i, n in enumerate(full) if n > loaded.max_length]
+    if long:
+        cut = tokenise([texts[i] for i in long], truncation=True)
+        for j, i in enumerate(long):
+            ids[i], offsets[i] = cut["input_ids"][j], cut["offset_mapping"][j]
+            special[i] = cut["special_tokens_mask"][j]
+    return Encoded(ids, [np.asarray(o, dtype=np.int64).reshape(-1, 2) for o in offsets],
+                   [np.asarray(s, dtype=bool) for s in special],
+                   [loaded.tokenizer.convert_ids_to_tokens(row) for row in ids], full)
 
 
 def batch_attention(loaded: LoadedModel, ids: list[list[int]]) -> np.ndarray:
@@ -70,15 +80,45 @@ def batch_attention(loaded: LoadedModel, ids: list[list[int]]) -> np.ndarray:
     return torch.stack(output.attentions, dim=1).float().cpu().numpy()  # (B, L, H, T, T)
 
 
+def batch_measures(attention: np.ndarray, encoded: Encoded) -> np.ndarray:
+    """``head_statistics`` for every sentence of a padded batch at once: float32 ``[B, L, H, measure]``.
+
+    The same definitions, computed in float64 over each sentence's real queries only (padded keys carry
+    weight 0); ``tests/unit/test_corpus_engine.py`` checks them against ``head_statistics`` one by one.
+    """
+    b, layers, heads, t, _ = attention.shape
+    lengths = np.array([len(row) for row in encoded.ids])
+    query = np.arange(t)[None, :] < lengths[:, None]  # (B, T)
+    keys = {name: np.zeros((b, t), dtype=bool) for name in ("cls", "sep", "punctuation")}
+    for i, (tokens, special) in enumerate(zip(encoded.tokens, encoded.special)):
+        for name, mask in token_classes(tokens, special).items():
+            keys[name][i, : len(mask)] = mask
+    out = np.zeros((b, layers, heads, len(MEASURES)))
+    pairs = np.maximum(lengths - 1, 1)[:, None]  # neighbours per sentence (previous / next)
+    for layer in range(layers):
+        a = attention[:, layer].astype(np.float64)  # (B, H, T, T)
+
+        def over_queries(x: np.ndarray, mask: np.ndarray = query, count: np.ndarray = lengths[:, None]) -> np.ndarray:
+            return (x * mask[:, None, :]).sum(-1) / count  # (B, H)
+
+        rows = {
+            "entropy": -(a * np.log(np.where(a > 0, a, 1.0))).sum(-1), "max_weight": a.max(-1),
+            **{name: (a * mask[:, None, None, :]).sum(-1) for name, mask in keys.items()},
+            "self": np.diagonal(a, axis1=-2, axis2=-1),
+        }
+        for i, name in enumerate(MEASURES[:6]):
+            out[:, layer, :, i] = over_queries(rows[name])
+        out[:, layer, :, 6] = over_queries(np.diagonal(a, offset=-1, axis1=-2, axis2=-1), query[:, 1:], pairs)
+        out[:, layer, :, 7] = over_queries(np.diagonal(a, offset=1, axis1=-2, axis2=-1), query[:, 1:], pairs)
+    return out.astype(np.float32)
+
+
 def measure_batch(worker: Worker, batch: pa.Table) -> pa.Table:
     """The per-sentence records of one batch (see the module docstring)."""
     texts = [str(t) for t in batch.column("text").to_pylist()]
     encoded = encode_texts(worker.loaded, texts)
     attention = batch_attention(worker.loaded, encoded.ids)
-    measures = []
-    for b, n in enumerate(len(row) for row in encoded.ids):
-        stats = head_statistics(attention[b, :, :, :n, :n], encoded.tokens[b], encoded.special[b])
-        measures.append(np.stack([stats[m] for m in MEASURES], axis=-1).astype(np.float32).ravel())  # (L*H*8,)
+    measures = list(batch_measures(attention, encoded).reshape(len(texts), -1))  # (L*H*8,) per sentence
     columns = {
         "sentence_id": pa.array(batch.column("sentence_id").to_numpy(), pa.int64()),
         "num_tokens": pa.array([len(row) for row in encoded.ids], pa.int32()),

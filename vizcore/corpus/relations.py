@@ -130,14 +130,24 @@ def best_heads(table: pd.DataFrame, min_count: int = 1) -> pd.DataFrame:
 
 
 def write_results(out: Path, shard_names: list[str], write: Callable[[pa.Table, Path], None]) -> None:
-    """``relations.parquet`` and ``examples.parquet`` from every shard's counts."""
-    def read(kind: str) -> pd.DataFrame:
-        return pd.concat([pq.read_table(out / "syntax" / kind / name).to_pandas() for name in shard_names],
-                         ignore_index=True)
-
-    table = relation_table(read("hits"), read("offsets"))
+    """``relations.parquet`` and ``examples.parquet`` from every shard's counts, one shard at a time: the
+    counts are summed and the examples cut to the top ``TOP_EXAMPLES`` as each shard comes in, so memory
+    stays that of one shard, however many there are."""
+    keys = ["relation", "direction", "layer", "head"]
+    hits = offsets = examples = None
+    for name in shard_names:
+        part = {kind: pq.read_table(out / "syntax" / kind / name).to_pandas()
+                for kind in ("hits", "offsets", "examples")}
+        hits = _summed(hits, part["hits"], keys, ["hits", "count"])
+        offsets = _summed(offsets, part["offsets"], ["relation", "direction", "offset"], ["count"])
+        both = part["examples"] if examples is None else pd.concat([examples, part["examples"]], ignore_index=True)
+        examples = (both.sort_values(keys + ["weight", "sentence_id"], ascending=[True] * 4 + [False, True])
+                    .groupby(keys).head(TOP_EXAMPLES).reset_index(drop=True))
+    table = relation_table(hits, offsets)
     write(pa.Table.from_pandas(table, preserve_index=False), out / "relations.parquet")
-    examples = read("examples").sort_values(["relation", "direction", "layer", "head", "weight", "sentence_id"],
-                                            ascending=[True, True, True, True, False, True])
-    examples = examples.groupby(["relation", "direction", "layer", "head"]).head(TOP_EXAMPLES)
-    write(pa.Table.from_pandas(examples.reset_index(drop=True), preserve_index=False), out / "examples.parquet")
+    write(pa.Table.from_pandas(examples, preserve_index=False), out / "examples.parquet")
+
+
+def _summed(total: pd.DataFrame | None, part: pd.DataFrame, keys: list[str], values: list[str]) -> pd.DataFrame:
+    both = part if total is None else pd.concat([total, part], ignore_index=True)
+    return both.groupby(keys, as_index=False)[values].sum()
