@@ -14,11 +14,11 @@ from ui import jobs, url_state
 from ui.feedback import CHART, or_stop
 from ui.state import get_model, selection
 from vizcore.corpus import figures
-from vizcore.corpus.engine import Settings
 from vizcore.corpus.measures import MEASURES, Worker
 from vizcore.corpus.relations import ALL, best_heads
 from vizcore.corpus.results import DEMO_DIR, CorpusResults, head_quantiles, load_results, top_sentences
 from vizcore.corpus.roles import BROAD_ENTROPY, MIN_ARCS, POSITION_SHARE, SPECIAL_SHARE, SYNTAX_MARGIN, head_roles
+from vizcore.corpus.settings import Settings
 from vizcore.corpus.syntax import DIRECTIONS
 from vizcore.errors import VizError
 

@@ -82,3 +82,18 @@ def test_measures_equal_an_independent_computation_from_the_attention_command(fi
         for name, values in expected.items():
             np.testing.assert_allclose(rows[name].to_numpy().reshape(6, 12), values, atol=1e-6,
                                        err_msg=f"{name} of line {sentence_id}")
+
+
+@pytest.mark.parametrize(("data", "name", "extra", "part"), [
+    (bytes(range(256)) * 16, "in.txt", [], "is not a text file"),
+    (b"ok\ncaf\xe9\n", "in.txt", [], "is not UTF-8: byte 6 (line 1"),
+    (b"id,body\n1,The cat sat.\n", "in.csv", ["--text-column", "text"], "has no column 'text'"),
+])
+def test_the_program_refuses_bad_input_in_one_line(tmp_path, data, name, extra, part):
+    (tmp_path / name).write_bytes(data)
+    result = subprocess.run([sys.executable, "-m", "vizcore", "corpus", "--input", str(tmp_path / name), "--out",
+                             str(tmp_path / "out"), *extra], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(lines) == 1 and lines[0].startswith("error: ") and part in lines[0], result.stderr
+    assert not (tmp_path / "out").exists()

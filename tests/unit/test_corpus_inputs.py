@@ -79,3 +79,12 @@ def test_cli_refuses_bad_settings(tmp_path, capsys):
     code, out, err = run_main(capsys, "corpus", "--input", str(path), "--out", str(tmp_path / "o"),
                               "--ray-address", "auto")
     assert_one_clear_line(code, out, err, "--ray-address is for --engine ray")
+
+
+def test_the_torch_free_blank_test_and_limit_agree_with_the_cores():
+    from vizcore.corpus import inputs
+    from vizcore.model import run
+
+    assert inputs.MAX_CHARS == run.MAX_CHARS
+    for text in ["", " \t", "\u200b\ufeff", "\x00\x07", "a", " a ", "\u00a0", "é", None]:
+        assert inputs.is_blank(text) == run.is_blank(text), repr(text)

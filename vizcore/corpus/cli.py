@@ -13,12 +13,12 @@ import sys
 import time
 
 from vizcore.cliargs import add_format_option, add_model_options
-from vizcore.corpus.engine import DEFAULT_SHARD, ENGINES, Settings
+from vizcore.corpus.settings import DEFAULT_SHARD, ENGINES, Settings
 
 BAR = 30
 
 
-def progress_bar(stream=sys.stderr, every: float = 1.0):
+def progress_bar(every: float = 1.0):
     """A text bar on stderr, redrawn at most every ``every`` seconds, and always at the end."""
     start, last = time.monotonic(), [0.0]
 
@@ -30,18 +30,19 @@ def progress_bar(stream=sys.stderr, every: float = 1.0):
         filled = BAR * done // max(total, 1)
         rate = done / (now - start) if now > start else 0.0
         print(f"corpus [{'#' * filled}{'.' * (BAR - filled)}] {done:,}/{total:,} sentences "
-              f"({100 * done // max(total, 1)} %, {rate:,.0f}/s since start)", file=stream, flush=True)
+              f"({100 * done // max(total, 1)} %, {rate:,.0f}/s since start)", file=sys.stderr, flush=True)
     return report
 
 
 def _corpus(args: argparse.Namespace) -> dict:
-    from vizcore.corpus.engine import run_corpus
     from vizcore.corpus.inputs import read_corpus
 
     settings = Settings(input=args.input, out=args.out, engine=args.engine, model=args.model, device=args.device,
                         syntax=args.syntax, batch_size=args.batch_size, shard_size=args.shard_size,
                         text_column=args.text_column, ray_address=args.ray_address, workers=args.workers).validate()
     corpus = read_corpus(settings.input, settings.text_column)  # before seconds of loading a model
+    from vizcore.corpus.engine import run_corpus  # torch and the model: only for a good input
+
     print(f"corpus: {len(corpus):,} sentences from '{corpus.source}' ({corpus.skipped:,} blank lines skipped), "
           f"{settings.model}, engine {settings.engine}", file=sys.stderr, flush=True)
     return run_corpus(settings, progress=progress_bar(), corpus=corpus)
