@@ -126,3 +126,18 @@ def test_cli_prints_the_summary_and_a_progress_bar_on_stderr(tiny_bert_dir, corp
     assert (summary["sentences"], summary["skipped"], summary["truncated"], summary["engine"]) == (7, 2, 1, "local")
     assert "7 sentences from 'c.txt' (2 blank lines skipped)" in err
     assert "corpus [" + "#" * 30 + "] 7/7 sentences (100 %" in err
+
+
+def test_a_corpus_job_reports_progress_and_a_rerun_after_stop_resumes(worker, corpus_file, tmp_path):
+    from vizcore.corpus.job import CorpusJob
+
+    settings = Settings(input=str(corpus_file), out=str(tmp_path / "out"), model=worker.loaded.name, shard_size=3)
+    stopped = CorpusJob(settings, worker)
+    stopped.stop()  # before it starts: never runs
+    stopped.start()
+    stopped.join(10)
+    assert stopped.status == "stopped" and stopped.summary is None
+    job = CorpusJob(settings, worker).start()
+    job.join(120)
+    assert job.status == "done", job.error
+    assert (job.done, job.total) == (7, 7) and job.summary["complete"] and job.summary["shards"] == 3
