@@ -155,7 +155,7 @@ def _start(texts: str, syntax: bool):
 
 @st.cache_resource(show_spinner="Loading spaCy's parser (once per server)…")
 def _parser():
-    from vizcore.corpus.engine import cached_parser
+    from vizcore.corpus.measures import cached_parser
 
     return cached_parser()
 

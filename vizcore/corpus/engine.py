@@ -26,7 +26,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -36,7 +35,7 @@ import pyarrow.parquet as pq
 
 from vizcore.corpus import relations as rel
 from vizcore.corpus.inputs import Corpus, read_corpus
-from vizcore.corpus.measures import MEASURES, Worker, measure_batch
+from vizcore.corpus.measures import MEASURES, Worker, cached_parser, make_worker, measure_batch  # noqa: F401
 from vizcore.corpus.settings import DEFAULT_SHARD, ENGINES, MAX_BATCH, Settings  # noqa: F401  (re-exported)
 from vizcore.errors import VizError
 
@@ -77,20 +76,6 @@ def fingerprint(corpus: Corpus) -> str:
     for sentence_id, text in zip(corpus.ids.tolist(), corpus.texts):
         digest.update(f"{sentence_id}\t{text}\n".encode())
     return digest.hexdigest()
-
-
-@lru_cache(maxsize=1)
-def cached_parser():
-    from vizcore.corpus.syntax import load_parser
-
-    return load_parser()
-
-
-def make_worker(model: str, device: str, syntax: bool) -> Worker:
-    """A model (and spaCy's parser) for one process or Ray actor."""
-    from vizcore.model.loading import load_model
-
-    return Worker(load_model(model, device=device), cached_parser() if syntax else None)
 
 
 # ---- writing a shard --------------------------------------------------------------------------------

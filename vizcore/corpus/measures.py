@@ -15,6 +15,7 @@ the whole batch at once (``batch_measures``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +23,7 @@ import torch
 
 from vizcore.attention.head_stats import STATISTICS, token_classes
 from vizcore.corpus import syntax
-from vizcore.model.loading import LoadedModel
+from vizcore.model.loading import LoadedModel, load_model
 from vizcore.model.run import forward, model_inputs
 
 MEASURES = STATISTICS  # entropy, max_weight, cls, sep, punctuation, self, previous, next
@@ -34,6 +35,17 @@ class Worker:
 
     loaded: LoadedModel
     parser: object | None = None
+
+
+@lru_cache(maxsize=1)
+def cached_parser():
+    """spaCy's parser, loaded once per process."""
+    return syntax.load_parser()
+
+
+def make_worker(model: str, device: str, syntax: bool) -> Worker:
+    """A model (and spaCy's parser) for one process or Ray actor."""
+    return Worker(load_model(model, device=device), cached_parser() if syntax else None)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ class _Actor:
     def __init__(self, model: str, device: str, syntax: bool, threads: int, batch_size: int) -> None:
         import torch
 
-        from vizcore.corpus.engine import make_worker
+        from vizcore.corpus.measures import make_worker
 
         torch.set_num_threads(threads)
         self.worker = make_worker(model, device, syntax)
