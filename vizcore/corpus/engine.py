@@ -187,9 +187,9 @@ def run_corpus(settings: Settings, worker: Worker | None = None, progress: Progr
 def _shape(settings: Settings, worker: Worker | None) -> tuple[int, int]:
     if worker is not None:
         return worker.loaded.num_layers, worker.loaded.num_heads
-    from vizcore.model.loading import _load_config, resolve_source
+    from vizcore.model.loading import load_config, resolve_source
 
-    config = _load_config(settings.model, resolve_source(settings.model)[0])
+    config = load_config(settings.model, resolve_source(settings.model)[0])
     return int(config.num_hidden_layers), int(config.num_attention_heads)
 
 
