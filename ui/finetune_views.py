@@ -147,7 +147,10 @@ def results_section(uis: dict[str, object]) -> None:
     st.caption(f"Before training (step 0), with its new untrained head: {first:.1%}. "
                f"Training took {result.seconds:.0f} s.")
     uis[task.name].results_section(result, job.data)
-    _attention_changes(job, _after(job))
+    analysis = _after(job)
+    if hasattr(uis[task.name], "vectors_section"):  # token and QA; classification draws its own in results
+        uis[task.name].vectors_section(job, analysis["after"])
+    _attention_changes(job, analysis)
 
 
 def _attention_changes(job: TrainingJob, analysis: dict) -> None:
