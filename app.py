@@ -27,6 +27,8 @@ def main() -> None:
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
         st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:", url_path="embeddings"),
         st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
+        st.Page("pages/corpus.py", title="Corpus: heads over many sentences", icon=":material/library_books:",
+                url_path="corpus"),
     ]
     sidebar()
     page = st.navigation(pages)

@@ -7,16 +7,22 @@ fine-tuned model) is computed once per finished run and kept in this session's s
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 
 from ui.feedback import CHART
 from ui.training import plain
 from vizcore.errors import VizError
-from vizcore.finetune.qa import MAX_BYTES, MAX_QUESTIONS, QAData, builtin_qa, read_qa_bytes
+from vizcore.finetune.analysis import token_map
+from vizcore.finetune.figures import pca_scatter
+from vizcore.finetune.qa import MAX_BYTES, MAX_QUESTIONS, QAData, QASet, builtin_qa, read_qa_bytes
 from vizcore.finetune.qa_figures import highlighted_passage, span_probability_bars
 from vizcore.finetune.qa_metrics import answer_scores, baseline_scores
-from vizcore.finetune.qa_predict import QAReading, answer_question, predicted_answers, read_example
+from vizcore.finetune.qa_predict import ANSWER_POSITIONS, QAReading, answer_question, predicted_answers, read_example
+from vizcore.finetune.qa_task import QA
+from vizcore.finetune.tasks import pad_id_of
 
 KEY = "finetune.qa"
 KEY_ANALYSIS = f"{KEY}.analysis"
@@ -25,6 +31,8 @@ TRY_PASSAGE = ("The Great Wall of China was built over many centuries to protect
                "1644. It is made of stone, brick and rammed earth, and its main line runs for about "
                "6,000 kilometres across the north of the country.")
 TRY_QUESTION = "Which dynasty built most of the wall that survives?"
+MAP_QUESTIONS = 16  # held-out questions whose passage token vectors are projected before and after
+GROUPS = ("rest of the passage", "the gold answer")
 FORMATS = """\
 * **SQuAD v1.1 JSON**: `{"data": [{"title": ..., "paragraphs": [{"context": ..., "qas": [{"id": ...,
   "question": ..., "answers": [{"text": ..., "answer_start": 42}]}]}]}]}`; SQuAD 2.0's unanswerable
@@ -115,6 +123,41 @@ def _analysis(result, data: QAData) -> dict:
                 "baselines": baseline_scores(examples)}
     st.session_state[KEY_ANALYSIS] = analysis
     return analysis
+
+
+def vectors_section(job, after) -> None:
+    """Where the passage tokens sit: each passage token's last-layer vector (read with its question) before
+    and after fine-tuning, projected on its first two principal components, the gold answer's tokens apart."""
+    examples = job.data.test.examples[:MAP_QUESTIONS]
+    kept = st.session_state.get(f"{KEY}.vectors")
+    if kept is None or kept[0] is not job.result:
+        loaded = job.loaded
+        features = QA.encode(loaded.tokenizer, QASet(examples), job.config.max_length)
+        batch = QA.collate(features, pad_id_of(loaded.tokenizer), loaded.device, loaded.model)
+        inputs = {k: v for k, v in batch.inputs.items() if k != ANSWER_POSITIONS}
+        chosen = batch.inputs[ANSWER_POSITIONS].clone()
+        chosen[:, 0] = False  # [CLS] is no passage token
+        start, end = (t[:, None] for t in batch.targets)  # (B, 1); both 0 when the answer was cut off
+        positions = torch.arange(chosen.shape[1], device=chosen.device)[None, :]
+        inside = (positions >= start) & (positions <= end) & (start > 0)
+        labels = inside[chosen].long().cpu().numpy()
+        rows = chosen.nonzero().tolist()
+        texts = tuple(f"{loaded.tokenizer.convert_ids_to_tokens(int(inputs['input_ids'][r, c]))} · "
+                      f"{examples[r].question[:80]}" for r, c in rows)
+        with st.spinner("Projecting the passages' token vectors…"):
+            kept = (job.result, token_map(loaded, after, inputs, chosen, labels), labels, texts)
+        st.session_state[f"{KEY}.vectors"] = kept
+    _, emap, labels, texts = kept
+    st.subheader("Where the answer's tokens sit")
+    st.plotly_chart(pca_scatter(emap.before, emap.after, labels, GROUPS, texts,
+                                (emap.explained_before, emap.explained_after),
+                                f"Passage token vectors of {len(examples)} held-out questions (PCA)", "token",
+                                ("#cbd5e1", "#15803d")), key=f"{KEY}.pca", config=CHART)
+    st.caption(f"Each dot is one passage token, read together with its question: the last layer's vector (what "
+               f"the span head reads), projected on its own first two principal components; green dots are the "
+               f"gold answer's tokens ({int(np.sum(labels))} of {len(labels)}). Separation of the two groups "
+               f"(between over within spread in the full space): {emap.separation_before:.2f} before, "
+               f"{emap.separation_after:.2f} after.")
 
 
 def attention_inputs(data: QAData) -> tuple[list[str], list[str]]:

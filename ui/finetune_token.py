@@ -5,12 +5,16 @@ own). Computation: vizcore/finetune/tokens.py, entities.py, token_task.py, token
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from ui.feedback import CHART
 from vizcore.errors import VizError
+from vizcore.finetune.analysis import token_map
 from vizcore.finetune.entities import entity_scores, scores_table
+from vizcore.finetune.figures import pca_scatter
+from vizcore.finetune.tasks import pad_id_of
 from vizcore.finetune.token_figures import (
     alignment_html,
     entity_html,
@@ -19,8 +23,9 @@ from vizcore.finetune.token_figures import (
     type_colours,
     type_scores_chart,
 )
-from vizcore.finetune.token_task import example_records, predict_entities, predict_tags, word_probabilities
+from vizcore.finetune.token_task import TOKEN, example_records, predict_entities, predict_tags, word_probabilities
 from vizcore.finetune.tokens import (
+    IGNORE,
     MAX_BYTES,
     TaggedData,
     alignment_table,
@@ -39,6 +44,8 @@ UPLOAD = "Upload a CoNLL file"
 TRY_TEXT = ("Marie Curie left Warsaw for Paris, where she taught at the Sorbonne and won two Nobel Prizes "
             "before the First World War.")
 ATTENTION_SENTENCES = 60  # held-out sentences whose attention is compared before and after
+MAP_SENTENCES = 40  # held-out sentences whose word vectors are projected before and after
+O_COLOUR = "#9ca3af"
 
 
 @st.cache_data(show_spinner=False, max_entries=1)
@@ -107,6 +114,37 @@ def results_section(result: FinetuneResult, data: TaggedData) -> None:
     _held_out_sentence(data, predicted, colours)
     _examples(data, predicted)
     _try(result, colours)
+
+
+def vectors_section(job, after) -> None:
+    """Where the held-out words sit: each word's vector (its first piece, last layer) before and after
+    fine-tuning, projected on its first two principal components and coloured by its gold entity type."""
+    test = job.data.test.subset(range(min(MAP_SENTENCES, len(job.data.test))))
+    kept = st.session_state.get(KEY + "vectors")
+    if kept is None or kept[0] is not job.result:
+        loaded = job.loaded
+        batch = TOKEN.collate(TOKEN.encode(loaded.tokenizer, test, job.config.max_length),
+                              pad_id_of(loaded.tokenizer), loaded.device, loaded.model)
+        chosen = batch.targets != IGNORE  # (B, T): each word's first piece
+        types = ("O", *test.types)
+        labels = np.array([types.index(test.tag_names[t][2:]) if t else 0 for t in batch.targets[chosen].tolist()])
+        counts = chosen.sum(1).tolist()
+        words = tuple(f"{word} · {join_words(test.words[i])[0][:80]}"
+                      for i, count in enumerate(counts) for word in test.words[i][:count])
+        with st.spinner("Projecting the held-out words' vectors…"):
+            kept = (job.result, token_map(loaded, after, batch.inputs, chosen, labels), labels, types, words)
+        st.session_state[KEY + "vectors"] = kept
+    _, emap, labels, types, words = kept
+    colours = (O_COLOUR, *type_colours(types[1:]).values())
+    st.subheader("Where the held-out words sit")
+    st.plotly_chart(pca_scatter(emap.before, emap.after, labels, types, words,
+                                (emap.explained_before, emap.explained_after),
+                                f"Word vectors of {len(test)} held-out sentences (PCA), coloured by gold entity type",
+                                "gold type", colours), key=KEY + "pca", config=CHART)
+    st.caption(f"Each dot is one word of a held-out sentence: the last layer's vector at its first piece (what "
+               f"the tagger reads), projected on its own first two principal components. Type separation "
+               f"(between-type over within-type spread in the full space): {emap.separation_before:.2f} before, "
+               f"{emap.separation_after:.2f} after.")
 
 
 def _predictions(result: FinetuneResult, data: TaggedData) -> list[list[str]]:

@@ -8,11 +8,9 @@ which attention heads changed) is here.
 
 from __future__ import annotations
 
-import importlib
-
 import streamlit as st
 
-from ui import jobs
+from ui import finetune_qa, finetune_token, jobs
 from ui.feedback import CHART
 from ui.finetune_classify import PAIR_UI, SENTENCE_UI
 from ui.state import selection
@@ -45,16 +43,9 @@ TASK_HELP = {
 
 def task_ui() -> dict[str, object]:
     """Task name -> its UI (``data_section()``, ``results_section(result, data)``, optionally
-    ``attention_inputs(data) -> (texts, pairs or None)``), for the tasks this install has."""
-    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI}
-    for name in ("token", "qa"):
-        try:
-            found[name] = importlib.import_module(f"ui.finetune_{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"ui.finetune_{name}":
-                raise
-    get_task("sentence")  # imports every task module
-    return {name: found[name] for name in task_names() if name in found}
+    ``attention_inputs(data) -> (texts, pairs or None)``), in the order of the registry."""
+    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI, "token": finetune_token, "qa": finetune_qa}
+    return {name: found[name] for name in task_names()}
 
 
 def finetune_tab() -> None:
@@ -149,13 +140,17 @@ def results_section(uis: dict[str, object]) -> None:
         next(columns).metric(f"Held-out {label}", "–" if after is None else f"{after:.3f}", delta)
     next(columns).metric("Held-out examples", len(job.data.test))
     next(columns).metric("Steps", f"{result.steps_done}/{result.total_steps}")
-    next(columns).metric("Trained weights", f"{result.trainable_parameters:,}",
-                         help=f"{result.trainable_parameters / result.total_parameters:.3%} of the model's "
-                              f"{result.total_parameters:,} weights")
+    trained = result.trainable_parameters
+    next(columns).metric("Trained weights", f"{trained:,}" if trained < 100_000 else f"{trained / 1e6:.1f} M",
+                         help=f"{trained:,} weights: {trained / result.total_parameters:.3%} of the model's "
+                              f"{result.total_parameters:,}")
     st.caption(f"Before training (step 0), with its new untrained head: {first:.1%}. "
                f"Training took {result.seconds:.0f} s.")
     uis[task.name].results_section(result, job.data)
-    _attention_changes(job, _after(job))
+    analysis = _after(job)
+    if hasattr(uis[task.name], "vectors_section"):  # token and QA; classification draws its own in results
+        uis[task.name].vectors_section(job, analysis["after"])
+    _attention_changes(job, analysis)
 
 
 def _attention_changes(job: TrainingJob, analysis: dict) -> None:

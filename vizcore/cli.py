@@ -17,6 +17,7 @@ import sys
 from typing import Sequence
 
 from vizcore.attention import cli as attention_cli
+from vizcore.corpus import cli as corpus_cli
 from vizcore.decoder import cli as decoder_cli
 from vizcore.embeddings import cli as embeddings_cli
 from vizcore.errors import VizError
@@ -29,7 +30,7 @@ from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
 TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli,
-          embeddings_cli)
+          embeddings_cli, corpus_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,6 +1,8 @@
 """AppTest: the Fine-tuning lab's question answering on a tiny random BERT, asserting on what the page shows
 (figures, tables, spans) against independent computations."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,9 @@ from tests.app.conftest import set_shared
 from tests.unit.test_finetune_qa import official_f1
 from ui.state import OTHER_MODEL
 from ui.training import plain
+from vizcore.finetune.qa import QASet
 from vizcore.finetune.qa_predict import answer_question
+from vizcore.finetune.qa_task import QA
 
 PAGE = "pages/finetune.py"
 
@@ -74,6 +78,15 @@ def test_a_run_shows_scores_every_question_one_reading_and_your_own(app):
     page = html_of(app)
     assert "predicted answer" in page and "gold answer" in page
     assert app.selectbox(key="finetune.qa.example").value == table.index[0]  # the worst answer first
+
+    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                if "Passage token vectors of 16 held-out questions" in c.proto.spec)
+    shown = {t["name"]: len(t["customdata"]) for t in spec["data"] if t["xaxis"] == "x"}
+    features = QA.encode(result.tokenizer, QASet(test.examples[:16]), job.config.max_length)
+    passage = sum(f.passage[1] - f.passage[0] + 1 for f in features)
+    answer_tokens = sum(f.end - f.start + 1 for f in features if f.start > 0)  # 0: cut off by the tiny window
+    assert answer_tokens > 0
+    assert shown == {"the gold answer": answer_tokens, "rest of the passage": passage - answer_tokens}
 
 
 def test_your_own_passage_is_answered_and_an_empty_one_is_a_warning(app):

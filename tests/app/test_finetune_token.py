@@ -74,6 +74,14 @@ def test_a_run_shows_scores_alignment_spans_examples_and_try_your_own(app):
     examples = table(app, "mistakes")
     assert len(examples) == 131 and examples["mistakes"].is_monotonic_decreasing
 
+    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                if "Word vectors of 40 held-out sentences" in json.loads(c.proto.spec)["layout"]["title"]["text"])
+    shown = {t["name"]: len(t["customdata"]) for t in spec["data"] if t["xaxis"] == "x"}  # the "before" panel
+    gold = [tag for i in range(40) for tag in test.tag_strings(i)]
+    assert shown == {kind: sum(t == "O" if kind == "O" else t[2:] == kind for t in gold)
+                     for kind in ("O", "LOC", "MISC", "ORG", "PER")}
+    assert any("Type separation" in c.value for c in app.caption)
+
     with torch.no_grad():  # the session's model copy now tags every word B-PER: one entity per word
         result.model.head.weight.zero_()
         result.model.head.bias.copy_(torch.tensor([9.0 if n == "B-PER" else 0.0 for n in result.label_names]))

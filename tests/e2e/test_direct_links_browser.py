@@ -18,8 +18,9 @@ from tests.e2e.conftest import external_requests, screenshot, streamlit_server, 
 SENTENCE = "The dog barked."
 MASKED = "The dog [MASK] at the cat."
 PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page's nav title and heading
+CORPUS = "Corpus: heads over many sentences"
 TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", PRETRAINING,
-          "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings", "Why?"]
+          "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings", "Why?", CORPUS]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
 VIEW = ".ib-attention[data-head]"  # the client-side attention view (Home, the Explorer's heatmap)
@@ -37,6 +38,8 @@ CASES = {
     "finetune": ("/finetune", {"text": SENTENCE}, "Fine-tuning lab", "Fine-tuning lab",
                  '[data-testid="stButton"] button:has-text("Train")'),
     "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),
+    "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, CORPUS,
+               "Corpus: what the heads do over many sentences", HEATMAP),
 }
 
 
@@ -60,6 +63,8 @@ def check_query_parameters(page, name: str) -> None:
     if name == "why":  # the link's heads are ticked, and the picked word is the sentence's last
         assert "heads=6%3A4%2C6%3A6" in page.url or "heads=6:4,6:6" in page.url
         assert "The dog [MASK]." in page.get_by_text("Sentence:").first.inner_text()
+    if name == "corpus":  # the search is on the link's relation and head
+        assert "relation=dobj" in page.url and "layer=3" in page.url and "head=1" in page.url
     if name in {"home", "attention", "step-by-step"}:
         assert "barked" in chart_texts(page)  # the charts are of the link's sentence
     if name == "attention":

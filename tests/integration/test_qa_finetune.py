@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.unit.test_finetune_cli import run
 from vizcore.finetune.qa import builtin_qa
 from vizcore.finetune.qa_spans import answer_tokens, encode_features
@@ -61,6 +63,10 @@ def test_the_cli_trains_qa_and_prints_token_f1_and_exact_match(capsys, tmp_path)
     assert [row["step"] for row in history] == [0, 2]
     assert {"token_f1", "exact_match"} <= set(history[-1]) and history[-1]["token_f1"] == data["eval"]["token_f1"]
     assert 0 <= data["eval"]["exact_match"] <= data["eval"]["token_f1"] <= 1
+    predictions = data["eval"]["predictions"]
+    assert len(predictions) == 2 and {"id", "question", "gold", "predicted", "token_f1", "exact_match"} <= set(
+        predictions[0])
+    assert sum(p["token_f1"] for p in predictions) / 2 == pytest.approx(data["eval"]["token_f1"])
     assert "held-out token F1" in err
 
 

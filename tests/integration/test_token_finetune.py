@@ -74,6 +74,11 @@ def test_cli_trains_on_a_conll_file_and_scores_the_held_out_file(capsys, tmp_pat
     assert {"entity_f1", "precision", "recall", "f1_PER", "f1_LOC", "f1_ORG", "f1_MISC", "token_accuracy"} <= set(
         data["eval"])
     assert data["train"]["eval_history"][0]["step"] == 0 and "held-out entity F1" in err
+    predictions = data["eval"]["predictions"]
+    assert len(predictions) == 131 and all(len(p["words"]) == len(p["predicted_tags"]) == len(p["gold_tags"])
+                                           for p in predictions)
+    assert sum(w == "O" for p in predictions for w in p["gold_tags"]) / sum(len(p["words"]) for p in predictions) \
+        == pytest.approx(0.737, abs=1e-3)  # the held-out file's share of O words (docs/FINETUNE.md)
 
 
 def test_cli_refuses_a_bad_conll_file_in_one_line(tmp_path):

@@ -14,6 +14,9 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
+# captum imports matplotlib, whose first import on a machine builds a font cache by running fc-list: done
+# here, before the no-subprocess guard, so a fresh machine (CI) passes as one with the cache does.
+import matplotlib.font_manager  # noqa: F401
 import pytest
 from transformers import PreTrainedModel
 

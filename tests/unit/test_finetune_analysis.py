@@ -16,6 +16,8 @@ from vizcore.finetune.analysis import (
     js_divergence,
     pca_2d,
     pooled_embeddings,
+    token_map,
+    token_vectors,
 )
 from vizcore.finetune.datasets import LabelledTexts
 from vizcore.model.loading import load_model
@@ -110,3 +112,20 @@ def test_embedding_map_pools_like_a_direct_mean(tiny):
     emap = embedding_map(tiny, tiny, data, "mean", 32)
     assert emap.before.shape == emap.after.shape == (3, 2)
     np.testing.assert_allclose(emap.before, emap.after)
+
+
+def test_token_map_reads_the_chosen_positions_of_each_unpadded_sentence(tiny):
+    encoded = tiny.tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    chosen = torch.zeros_like(encoded["attention_mask"], dtype=torch.bool)
+    chosen[0, 1:3], chosen[2, 4] = True, True  # two tokens of the first sentence, one of the third
+    vectors = token_vectors(tiny, dict(encoded), chosen, batch_size=2)  # rows split over two batches
+    expected = []
+    for row, columns in ((0, [1, 2]), (2, [4])):  # each sentence alone, without padding
+        alone = tiny.tokenizer(SENTENCES[row], return_tensors="pt")
+        with torch.no_grad():
+            expected.extend(tiny.model(**alone).last_hidden_state[0, columns].numpy())
+    np.testing.assert_allclose(vectors, np.array(expected), atol=1e-5)
+    labels = np.array([0, 1, 1])
+    emap = token_map(tiny, tiny, dict(encoded), chosen, labels)
+    assert emap.before.shape == (3, 2) and np.array_equal(emap.before, emap.after)
+    assert emap.separation_before == pytest.approx(class_separation(np.array(expected), labels), rel=1e-4)

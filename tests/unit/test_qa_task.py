@@ -140,6 +140,20 @@ def test_the_one_loop_trains_the_span_head(tiny, mode):
     assert result.label_names == ()
 
 
+def test_held_out_records_agree_with_the_held_out_figures(tiny, model):
+    split = QASet(builtin_qa().test.examples[:6])
+    records = QA.held_out_records(model, tiny.tokenizer, split, MAX)
+    scores = QA.evaluate(model, tiny.tokenizer, split, MAX)
+    assert [r["id"] for r in records] == [e.id for e in split.examples]
+    assert [r["gold"] for r in records] == [[a.text for a in e.answers] for e in split.examples]
+    for record, example in zip(records, split.examples):
+        assert record["predicted"] in example.context
+        best = max(official_f1(record["predicted"], a.text) for a in example.answers)
+        assert record["token_f1"] == pytest.approx(best)
+    assert np.mean([r["token_f1"] for r in records]) == pytest.approx(scores["token_f1"])
+    assert np.mean([r["exact_match"] for r in records]) == pytest.approx(scores["exact_match"])
+
+
 def reading(tokens: int = 120, start: int = 80, end: int = 82, gold: tuple[int, int] | None = (81, 83)) -> QAReading:
     """A made-up reading of a passage "w0 w1 ... w{tokens-1}", one token per word."""
     words = [f"w{i}" for i in range(tokens)]

@@ -168,6 +168,17 @@ def test_one_loop_learns_a_toy_tagging(tiny):
     assert result.label_names == NAMES and isinstance(result.model.head, nn.Linear)
 
 
+def test_held_out_records_give_each_sentences_gold_and_predicted_tags(tiny):
+    data = sentences([[("Anna", "B-PER"), ("went", "O"), ("to", "O"), ("Leeds", "B-LOC")],
+                      [("Tom", "B-PER"), ("slept", "O")]])
+    records = TOKEN.held_out_records(tagger(tiny, [0, 9, 0, 0, 0]), tiny.tokenizer, data, 64)  # always NAMES[1]
+    assert [r["words"] for r in records] == [list(w) for w in data.words]
+    assert [r["gold_tags"] for r in records] == [["B-PER", "O", "O", "B-LOC"], ["B-PER", "O"]]
+    assert [r["predicted_tags"] for r in records] == [[NAMES[1]] * 4, [NAMES[1]] * 2]
+    # Anna (PER) missed; Anna, went, to as LOC wrong; Leeds right
+    assert records[0]["gold"] == "Anna (PER), Leeds (LOC)" and records[0]["mistakes"] == 4
+
+
 def test_example_records_list_missed_and_wrong_entities():
     gold = sentences([[("Anna", "B-PER"), ("Smith", "I-PER"), ("in", "O"), ("Leeds", "B-LOC"), (".", "O")]])
     rows = example_records(gold, [["B-PER", "O", "O", "B-LOC", "O"]])

@@ -79,14 +79,17 @@ def test_the_sweep_equals_one_hand_hooked_run_per_state_and_position(loaded, swe
 
 
 def test_patching_identities(loaded, sweep):
+    # recovered = (patched - corrupt) / (clean - corrupt): the tiny random model's small logit difference in
+    # the denominator turns float32 noise of ~1e-7 into ~1e-5 (a fresh CI machine measured 0.9999888)
+    tolerance = 1e-4
     mask, differing = sweep.mask_index, 4
     assert sweep.clean_tokens[differing] != sweep.corrupt_tokens[differing]
     last = sweep.recovered[-1]
-    assert last[mask] == pytest.approx(1.0, abs=1e-5)  # the last layer at the mask is the clean answer
-    assert np.abs(np.delete(last, mask)).max() < 1e-5  # the head reads the mask's position only
+    assert last[mask] == pytest.approx(1.0, abs=tolerance)  # the last layer at the mask is the clean answer
+    assert np.abs(np.delete(last, mask)).max() < tolerance  # the head reads the mask's position only
     first = sweep.recovered[0]
-    assert first[differing] == pytest.approx(1.0, abs=1e-5)  # the one differing token restored = the clean input
-    assert np.abs(np.delete(first, differing)).max() < 1e-5  # identical tokens: patching changes nothing
+    assert first[differing] == pytest.approx(1.0, abs=tolerance)  # the one differing token restored = the clean input
+    assert np.abs(np.delete(first, differing)).max() < tolerance  # identical tokens: patching changes nothing
 
 
 def test_head_patching_equals_a_hand_written_head_swap(loaded, sweep):

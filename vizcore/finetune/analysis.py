@@ -184,12 +184,36 @@ def class_separation(points: np.ndarray, labels: np.ndarray) -> float:
     return float(between / within) if within > 0 else float("inf")
 
 
+def _map(x_before: np.ndarray, x_after: np.ndarray, labels: np.ndarray) -> EmbeddingMap:
+    (p_before, e_before), (p_after, e_after) = pca_2d(x_before), pca_2d(x_after)
+    return EmbeddingMap(p_before, p_after, e_before, e_after, class_separation(x_before, labels),
+                        class_separation(x_after, labels))
+
+
 def embedding_map(before: LoadedModel, after: LoadedModel, data: LabelledTexts, pooling: str,
                   max_length: int) -> EmbeddingMap:
     x_before = pooled_embeddings(before, data.texts, pooling, max_length, second=data.second)
     unchanged = same_weights(before.model, after.model)
     x_after = x_before if unchanged else pooled_embeddings(after, data.texts, pooling, max_length,
                                                            second=data.second)
-    (p_before, e_before), (p_after, e_after) = pca_2d(x_before), pca_2d(x_after)
-    return EmbeddingMap(p_before, p_after, e_before, e_after, class_separation(x_before, data.labels),
-                        class_separation(x_after, data.labels))
+    return _map(x_before, x_after, data.labels)
+
+
+def token_vectors(loaded: LoadedModel, inputs: dict[str, torch.Tensor], chosen: torch.Tensor,
+                  batch_size: int = 16) -> np.ndarray:
+    """The last layer's vectors at the ``chosen`` positions of a padded batch, row by row: (N, hidden)."""
+    out = []
+    for start in range(0, chosen.shape[0], batch_size):
+        rows = {k: v[start:start + batch_size] for k, v in inputs.items()}
+        hidden = forward(loaded, rows, hidden=False, attention=False).last_hidden_state  # (B, T, H)
+        out.append(hidden[chosen[start:start + batch_size]].float().cpu().numpy())
+    return np.concatenate(out)
+
+
+def token_map(before: LoadedModel, after: LoadedModel, inputs: dict[str, torch.Tensor], chosen: torch.Tensor,
+              labels: np.ndarray) -> EmbeddingMap:
+    """``embedding_map`` for token vectors: the encoder's last layer at the ``chosen`` (B, T) positions of
+    ``inputs``, before and after fine-tuning, with one class label per chosen position (row by row)."""
+    x_before = token_vectors(before, inputs, chosen)
+    x_after = x_before if same_weights(before.model, after.model) else token_vectors(after, inputs, chosen)
+    return _map(x_before, x_after, labels)

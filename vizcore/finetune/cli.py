@@ -47,6 +47,8 @@ def _finetune(args: argparse.Namespace) -> dict:
         from vizcore.finetune.analysis import evaluate
 
         scores.update(evaluate(result, data.test).to_dict())
+    else:
+        scores["predictions"] = task.held_out_records(result.model, result.tokenizer, data.test, config.max_length)
     counts = getattr(data.train, "counts", None)
     return {
         "model": loaded.name,

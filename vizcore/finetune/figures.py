@@ -90,8 +90,11 @@ def confusion_heatmap(confusion: np.ndarray, label_names: tuple[str, ...] | list
 
 
 def pca_scatter(before: np.ndarray, after: np.ndarray, labels: np.ndarray, label_names: tuple[str, ...],
-                texts: tuple[str, ...], explained: tuple[np.ndarray, np.ndarray]) -> go.Figure:
-    """Held-out sentence vectors before and after, each projected on its own first two principal components."""
+                texts: tuple[str, ...], explained: tuple[np.ndarray, np.ndarray],
+                title: str = "Pooled sentence vectors of the held-out set (PCA), coloured by true label",
+                legend: str = "true label", colours: tuple[str, ...] | None = None) -> go.Figure:
+    """Held-out vectors before and after, each projected on its own first two principal components."""
+    colours = colours or tuple(LABEL_COLOURS[i % len(LABEL_COLOURS)] for i in range(len(label_names)))
     titles = [f"{name}: PC1 {e[0]:.0%}, PC2 {e[1]:.0%} of variance" for name, e in
               zip(("before fine-tuning", "after fine-tuning"), explained)]
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
@@ -100,7 +103,7 @@ def pca_scatter(before: np.ndarray, after: np.ndarray, labels: np.ndarray, label
             chosen = labels == label
             fig.add_trace(go.Scatter(
                 x=points[chosen, 0], y=points[chosen, 1], mode="markers", name=name, legendgroup=name,
-                showlegend=column == 1, marker={"size": 10, "color": LABEL_COLOURS[label % len(LABEL_COLOURS)],
+                showlegend=column == 1, marker={"size": 10, "color": colours[label],
                                                 "line": {"width": 1, "color": "white"}},
                 customdata=[texts[i] for i in np.flatnonzero(chosen)],
                 hovertemplate=f"{name}<br>%{{customdata}}<extra></extra>",
@@ -108,8 +111,8 @@ def pca_scatter(before: np.ndarray, after: np.ndarray, labels: np.ndarray, label
         fig.update_xaxes(title="PC1", row=1, col=column, tickfont={"size": TICK_FONT_SIZE})
         fig.update_yaxes(title="PC2", row=1, col=column, tickfont={"size": TICK_FONT_SIZE})
     fig.update_annotations(font_size=FONT_SIZE)
-    base_layout(fig, "Pooled sentence vectors of the held-out set (PCA), coloured by true label", height=480)
-    fig.update_layout(margin={"t": 90}, legend={"title": {"text": "true label"}})
+    base_layout(fig, title, height=480)
+    fig.update_layout(margin={"t": 90}, legend={"title": {"text": legend}})
     return fig
 
 

@@ -92,6 +92,11 @@ class Task(ABC):
     def evaluate(self, model: TaskModel, tokenizer: Any, split: Any, max_length: int) -> dict[str, float]:
         """Held-out figures (``self.metric`` among them); ``model`` is in eval mode."""
 
+    def held_out_records(self, model: TaskModel, tokenizer: Any, split: Any, max_length: int) -> list[dict]:
+        """One plain record per example of ``split`` with the model's prediction beside the gold one, for
+        the CLI's JSON (classification tasks report theirs through ``analysis.evaluate``)."""
+        return []
+
 
 TASKS: dict[str, Task] = {}
 
@@ -101,21 +106,22 @@ def register(task: Task) -> Task:
     return task
 
 
-def get_task(name: str) -> Task:
+def _registered() -> dict[str, Task]:
+    """Every task, its module imported on first use (they import this module, so not at import time)."""
     for module in TASK_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name != module:  # a task module that exists but fails to import is a bug, not absence
-                raise
-    if name not in TASKS:
+        importlib.import_module(module)
+    return TASKS
+
+
+def get_task(name: str) -> Task:
+    if name not in _registered():
         raise VizError(f"Unknown task '{name}': choose one of {', '.join(task_names())}.")
     return TASKS[name]
 
 
 def task_names() -> tuple[str, ...]:
     order = ("sentence", "pair", "token", "qa")
-    return tuple(sorted(TASKS, key=lambda n: order.index(n) if n in order else len(order)))
+    return tuple(sorted(_registered(), key=lambda n: order.index(n) if n in order else len(order)))
 
 
 def hidden_size(encoder: nn.Module) -> int:

@@ -192,5 +192,11 @@ class TokenTask(Task):
         predicted = predict_tags(model, tokenizer, split.words, max_length, split.tag_names)
         return token_scores(split, predicted)
 
+    def held_out_records(self, model: TokenTagger, tokenizer, split: TaggedSentences, max_length: int) -> list[dict]:
+        """Per sentence: its words, gold and predicted BIO tags, and ``example_records``' entity summary."""
+        predicted = predict_tags(model, tokenizer, split.words, max_length, split.tag_names)
+        return [{"words": list(split.words[i]), "gold_tags": split.tag_strings(i), "predicted_tags": tags, **row}
+                for i, (tags, row) in enumerate(zip(predicted, example_records(split, predicted)))]
+
 
 TOKEN = register(TokenTask())

@@ -54,7 +54,7 @@ _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 # (the default device, init hooks) while it does: two loads at once in one process (the server's
 # warm-up thread and a page opened by a direct link) corrupt each other ("Cannot copy out of meta
 # tensor"). Loads therefore take turns; running models is unaffected.
-_LOAD_LOCK = threading.Lock()
+LOAD_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -140,13 +140,13 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "bas
     transformers_logging.set_verbosity_error()
     transformers_logging.disable_progress_bar()
     source, builtin = resolve_source(name)
-    config = _load_config(name, source)
+    config = load_config(name, source)
     for key, value in (builtin.config if builtin is not None else ()):
         setattr(config, key, value)
     if head == "causal-lm" and not is_causal(config):
         raise VizError(f"'{name}' is an encoder (each token reads the whole sentence): next-token prediction needs "
                        "a causal LM, such as GPT-2 or BERT as a decoder (is_decoder=True).")
-    with _LOAD_LOCK:
+    with LOAD_LOCK:
         model = _load_weights(name, source, config, head, builtin)
         patch = builtin.patcher() if builtin is not None else None
         if patch is not None:
@@ -205,7 +205,7 @@ def max_input_length(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBas
     return int(positions)
 
 
-def _offline_hint(name: str) -> str:
+def offline_hint(name: str) -> str:
     return (
         f"Could not load '{name}' from the Hugging Face hub (no network, or no such model). "
         "Offline, use the built-in model, a local model folder (a path), or set HF_HUB_OFFLINE=1 "
@@ -213,22 +213,22 @@ def _offline_hint(name: str) -> str:
     )
 
 
-def _load_config(name: str, source: str) -> PretrainedConfig:
+def load_config(name: str, source: str) -> PretrainedConfig:
     if Path(source).is_dir():
         try:
             return AutoConfig.from_pretrained(source)
         except (OSError, ValueError, KeyError) as error:
-            raise VizError(f"Model folder '{source}' could not be read: {_first_line(error)}") from error
+            raise VizError(f"Model folder '{source}' could not be read: {first_line(error)}") from error
     try:  # a hub id: the local cache first, so offline users with a filled cache lose no time
         return AutoConfig.from_pretrained(source, local_files_only=True)
     except (OSError, ValueError, KeyError):
         pass
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") or not hub_reachable():
-        raise VizError(_offline_hint(name))
+        raise VizError(offline_hint(name))
     try:
         return AutoConfig.from_pretrained(source)
     except (OSError, ValueError, KeyError) as error:
-        raise VizError(_offline_hint(name)) from error
+        raise VizError(offline_hint(name)) from error
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -254,10 +254,10 @@ def _load_weights(
             source, config=config, attn_implementation=attention, output_loading_info=True
         )
     except ValueError as error:
-        raise VizError(f"'{name}' cannot be loaded with a {head} head: {_first_line(error)}") from error
+        raise VizError(f"'{name}' cannot be loaded with a {head} head: {first_line(error)}") from error
     except OSError as error:
-        raise VizError(_offline_hint(name) if not Path(source).is_dir() else
-                       f"Weights in '{source}' could not be read: {_first_line(error)}") from error
+        raise VizError(offline_hint(name) if not Path(source).is_dir() else
+                       f"Weights in '{source}' could not be read: {first_line(error)}") from error
     trained = builtin is not None and builtin.patch is not None and head in builtin.heads
     no_nsp = head == "nsp" and not has_nsp_head(model)
     missing = [k for k in info.get("missing_keys") or () if not trained]
@@ -272,12 +272,12 @@ def _load_tokenizer(name: str, source: str) -> PreTrainedTokenizerBase:
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True)
     except (OSError, ValueError) as error:
-        raise VizError(f"The tokenizer of '{name}' could not be loaded: {_first_line(error)}") from error
+        raise VizError(f"The tokenizer of '{name}' could not be loaded: {first_line(error)}") from error
     if not tokenizer.is_fast:
         raise VizError(f"'{name}' has no fast tokenizer, which is needed to map tokens back to the text.")
     return tokenizer
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__

@@ -34,12 +34,12 @@ from transformers.utils import logging as transformers_logging
 from vizcore.errors import VizError
 from vizcore.model.catalog import SUGGESTED_HUB_SEQ2SEQ
 from vizcore.model.loading import (
-    _LOAD_LOCK,
-    _first_line,
-    _load_config,
-    _offline_hint,
+    LOAD_LOCK,
+    first_line,
     install_output_hooks,
     is_causal,
+    load_config,
+    offline_hint,
     pick_device,
     resolve_source,
 )
@@ -100,10 +100,10 @@ def load_seq2seq(name: str, device: str = "auto") -> LoadedSeq2Seq:
     transformers_logging.set_verbosity_error()
     transformers_logging.disable_progress_bar()
     source, _ = resolve_source(name)
-    config = _load_config(name, source)
+    config = load_config(name, source)
     if not getattr(config, "is_encoder_decoder", False):
         raise VizError(_not_encoder_decoder(name, config))
-    with _LOAD_LOCK:
+    with LOAD_LOCK:
         model = _load_weights(name, source, config)
         model.to(torch_device).eval()
         for parameter in model.parameters():
@@ -122,10 +122,10 @@ def _load_weights(name: str, source: str, config: PretrainedConfig) -> PreTraine
     try:
         return AutoModelForSeq2SeqLM.from_pretrained(source, config=config, attn_implementation="eager")
     except ValueError as error:
-        raise VizError(f"'{name}' cannot be loaded as an encoder-decoder: {_first_line(error)}") from error
+        raise VizError(f"'{name}' cannot be loaded as an encoder-decoder: {first_line(error)}") from error
     except OSError as error:
-        raise VizError(_offline_hint(name) if not Path(source).is_dir() else
-                       f"Weights in '{source}' could not be read: {_first_line(error)}") from error
+        raise VizError(offline_hint(name) if not Path(source).is_dir() else
+                       f"Weights in '{source}' could not be read: {first_line(error)}") from error
 
 
 def _load_tokenizer(name: str, source: str) -> PreTrainedTokenizerBase:
@@ -133,7 +133,7 @@ def _load_tokenizer(name: str, source: str) -> PreTrainedTokenizerBase:
     try:
         return AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as error:
-        raise VizError(f"The tokenizer of '{name}' could not be loaded: {_first_line(error)}") from error
+        raise VizError(f"The tokenizer of '{name}' could not be loaded: {first_line(error)}") from error
 
 
 def _with_rules(name: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,

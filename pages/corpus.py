@@ -1,0 +1,36 @@
+"""Corpus: what each head does over many sentences (head roles, dependency relations, distributions, search).
+
+Computation: vizcore/corpus/ (engine, measures, syntax, relations, roles, results) · figures:
+vizcore/corpus/figures.py · CLI: python -m vizcore corpus · docs: docs/CORPUS.md, docs/SCALE.md
+"""
+
+import streamlit as st
+
+from ui import corpus, url_state
+from ui.feedback import or_stop
+
+st.title("Corpus: what the heads do over many sentences")
+st.markdown(
+    "One sentence's attention is an anecdote. Over a corpus, each head's **habits** show: heads that look at "
+    "the previous word, park on [SEP], spread out, or follow a **dependency relation** (a determiner to its "
+    "noun, an object to its verb) better than any fixed offset, as Clark et al. (2019) found in BERT.")
+for problem in url_state.read("corpus", corpus.URL_PARAMS):
+    st.warning(problem)
+folder = corpus.choose_folder()
+params = {"source": st.session_state.get(corpus.KEY_SOURCE)}
+if folder:
+    if params["source"] == "folder":
+        params["folder"] = folder
+    stamp = corpus.stamp_of(folder)
+    results = or_stop(corpus.results, folder, stamp)
+    corpus.show_summary(results)
+    roles, relations, distributions, search = st.tabs(["Head roles", "Relations", "Distributions", "Search"])
+    with roles:
+        corpus.show_roles(folder, stamp)
+    with relations:
+        corpus.show_relations(results)
+    with distributions:
+        params["measure"] = corpus.show_distributions(results, folder, stamp)
+    with search:
+        params.update(corpus.show_search(results))
+url_state.write(params)

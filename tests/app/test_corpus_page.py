@@ -1,0 +1,117 @@
+"""The Corpus page in AppTest: the built-in demo's summary, role map, relation table and search (with Explorer
+links), a link's parameters, a results folder, and a run of your sentences as a background job.
+
+Expected values are read from the demo's Parquet files with pandas here, not through the page's helpers."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlparse
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from tests.app.conftest import decode_plotly
+from vizcore.corpus.results import DEMO_DIR
+
+PAGE = "pages/corpus.py"
+
+
+def ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def chart(at, key: str) -> dict:
+    for element in at.get("plotly_chart"):
+        if key in element.proto.id:
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart {key!r}")
+
+
+def table(at, column: str) -> pd.DataFrame:
+    """The table that has ``column`` (AppTest gives tables no key)."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a column {column!r}")
+
+
+def best_by_hand(relation: str, direction: str) -> pd.Series:
+    rel = pq.read_table(DEMO_DIR / "relations.parquet").to_pandas()
+    rows = rel[(rel["relation"] == relation) & (rel["direction"] == direction)]
+    return rows.loc[(rows["hits"] / rows["count"]).idxmax()]
+
+
+def test_the_demo_shows_its_summary_roles_and_relations(new_app):
+    at = new_app(PAGE).run()
+    ok(at)
+    summary = json.loads((DEMO_DIR / "summary.json").read_text())
+    shown = metrics(at)
+    assert shown["Sentences"] == f"{summary['sentences']:,}" and summary["sentences"] >= 1000
+    assert shown["Arcs parsed"] == f"{summary['arcs']:,}"
+    roles = chart(at, "corpus.role_map")["data"][0]
+    assert len(roles["y"]) == 6 and len(roles["x"]) == 12
+    relations = table(at, "best head").set_index("relation")
+    expected = best_by_hand("det", "dependent->head")
+    assert relations.loc["det", "best head"] == f"{expected['layer'] + 1}-{expected['head'] + 1}"
+    assert abs(relations.loc["det", "accuracy"] - expected["hits"] / expected["count"]) < 1e-12
+    assert relations.loc["det", "accuracy"] > relations.loc["det", "baseline accuracy"]
+
+
+def test_search_lists_a_heads_top_sentences_with_explorer_links(new_app):
+    at = new_app(PAGE).run()
+    expected = best_by_hand("det", "dependent->head")
+    assert (at.number_input(key="corpus.layer").value, at.number_input(key="corpus.head").value) == (
+        expected["layer"] + 1, expected["head"] + 1)
+    rows = table(at, "explorer")
+    examples = pq.read_table(DEMO_DIR / "examples.parquet").to_pandas()
+    mine = examples[(examples["relation"] == "det") & (examples["direction"] == "dependent->head")
+                    & (examples["layer"] == expected["layer"]) & (examples["head"] == expected["head"])]
+    assert rows["sentence_id"].tolist() == mine.sort_values("weight", ascending=False)["sentence_id"].tolist()
+    sentences = pq.read_table(DEMO_DIR / "sentences").to_pandas().set_index("sentence_id")["text"]
+    link = urlparse(rows["explorer"].iloc[0])
+    params = {k: v[0] for k, v in parse_qs(link.query).items()}
+    assert link.path == "/attention"
+    assert params["text"] == sentences[rows["sentence_id"].iloc[0]]
+    assert (params["layer"], params["head"]) == (str(expected["layer"] + 1), str(expected["head"] + 1))
+
+
+def test_a_link_chooses_the_relation_head_and_measure_and_a_bad_value_is_reported(new_app):
+    at = new_app(PAGE, relation="dobj", direction="head->dependent", layer="3", head="1", measure="sep",
+                 source="nowhere").run()
+    ok(at)
+    assert any("source='nowhere' was not used" in w.value for w in at.warning)
+    assert at.selectbox(key="corpus.relation").value == "dobj"
+    assert (at.number_input(key="corpus.layer").value, at.number_input(key="corpus.head").value) == (3, 1)
+    assert at.selectbox(key="corpus.measure").value == "sep"
+    boxes = chart(at, "corpus.boxes")["data"][0]
+    heads = pq.read_table(DEMO_DIR / "heads.parquet").to_pandas()
+    median = heads[(heads["layer"] == 0) & (heads["head"] == 0)]["sep"].median()
+    assert boxes["x"][0] == "1-1" and abs(decode_plotly(boxes["median"])[0] - median) < 1e-6
+    assert (at.query_params["relation"], at.query_params["layer"], at.query_params["head"]) == ("dobj", "3", "1")
+
+
+def test_a_folder_that_holds_no_results_is_a_message(new_app, tmp_path):
+    at = new_app(PAGE, source="folder").run()
+    at.text_input(key="corpus.folder").input(str(tmp_path)).run()
+    ok(at)
+    assert any("holds no corpus results" in e.value for e in at.error)
+
+
+def test_your_sentences_run_as_a_background_job(new_app):
+    at = new_app(PAGE, source="run").run()
+    at.text_area(key="corpus.texts").input("The dog chased the cat.\n\nA bird sang in the old tree.\n").run()
+    at.button(key="corpus.run").click().run()
+    job = at.session_state["corpus.job"]
+    job.join(180)
+    assert job.status == "done", job.error
+    at.run()
+    ok(at)
+    shown = metrics(at)
+    assert (shown["Sentences"], shown["Blank lines skipped"]) == ("2", "1")
+    found = table(at, "explorer")
+    assert set(found["text"]) <= {"The dog chased the cat.", "A bird sang in the old tree."} and len(found) > 0
