@@ -32,14 +32,6 @@ MAX_RUN_SENTENCES = 2_000
 EXAMPLE_TEXTS = "The cat sat on the mat.\nShe gave her brother the old red bicycle.\nDogs bark at the mailman."
 
 
-def _one_of(options, what: str):
-    def parse(raw: str):
-        if raw not in options:
-            raise ValueError(f"{what} is one of {', '.join(options)}.")
-        return raw
-    return parse
-
-
 def _number(raw: str) -> int:
     if not raw.strip().isdigit() or int(raw) < 1:
         raise ValueError("it must be a whole number from 1.")
@@ -47,11 +39,11 @@ def _number(raw: str) -> int:
 
 
 URL_PARAMS = {
-    "source": (KEY_SOURCE, _one_of(SOURCES, "source")),
+    "source": (KEY_SOURCE, url_state.one_of(SOURCES, "source")),
     "folder": (KEY_FOLDER, str),
-    "measure": (KEY_MEASURE, _one_of(MEASURES, "measure")),
+    "measure": (KEY_MEASURE, url_state.one_of(MEASURES, "measure")),
     "relation": (KEY_RELATION, str),
-    "direction": (KEY_DIRECTION, _one_of(DIRECTIONS, "direction")),
+    "direction": (KEY_DIRECTION, url_state.one_of(DIRECTIONS, "direction")),
     "layer": (KEY_LAYER, _number),
     "head": (KEY_HEAD, _number),
 }

@@ -44,14 +44,6 @@ DEFAULT_COUNT, MAX_COUNT = 60, 200  # sentences taken from the collection for a 
 STICKY = (KEY_POOLING, KEY_LAYER, KEY_SOURCE, KEY_COUNT, KEY_OWN, KEY_METHOD, KEY_DIMS)
 
 
-def one_of(options, what: str):
-    def parse(raw: str):
-        if raw not in options:
-            raise ValueError(f"{what} is one of {', '.join(options)}.")
-        return raw
-    return parse
-
-
 def layer_text(raw: str) -> str:
     value = raw.strip().lower()
     if value != LAST4 and not value.isdigit():
@@ -60,14 +52,14 @@ def layer_text(raw: str) -> str:
 
 
 URL_PARAMS = {
-    "view": (KEY_VIEW, one_of(VIEWS, "view")),
-    "pooling": (KEY_POOLING, one_of(POOLINGS, "pooling")),
+    "view": (KEY_VIEW, url_state.one_of(VIEWS, "view")),
+    "pooling": (KEY_POOLING, url_state.one_of(POOLINGS, "pooling")),
     "layer": (KEY_LAYER, layer_text),
-    "source": (KEY_SOURCE, one_of(SOURCES, "source")),
+    "source": (KEY_SOURCE, url_state.one_of(SOURCES, "source")),
     "count": (KEY_COUNT, url_state.integer_in(2, MAX_COUNT, "count")),
     "own": (KEY_OWN, str),
-    "method": (KEY_METHOD, one_of(("pca", "umap"), "method")),
-    "dims": (KEY_DIMS, lambda raw: int(one_of(("2", "3"), "dims")(raw))),
+    "method": (KEY_METHOD, url_state.one_of(("pca", "umap"), "method")),
+    "dims": (KEY_DIMS, lambda raw: int(url_state.one_of(("2", "3"), "dims")(raw))),
 }
 
 

@@ -50,7 +50,7 @@ def _words(raw: str) -> list[str]:
 
 URL_PARAMS = {"qk_layer": (KEY_LAYER, url_state.integer_in(1, 100, "qk_layer")),
               "qk_head": (KEY_HEAD, url_state.integer_in(1, 100, "qk_head")),
-              "qk_colour": (KEY_COLOUR, emb.one_of(COLOURS, "qk_colour")), "qk_words": (KEY_WORDS, _words),
+              "qk_colour": (KEY_COLOUR, url_state.one_of(COLOURS, "qk_colour")), "qk_words": (KEY_WORDS, _words),
               "normalise": (KEY_NORMALISE, _switch)}
 
 

@@ -27,7 +27,7 @@ EXAMPLES = ("How do I save money for a house?", "It is freezing outside today.",
             "Where can I see the stars at night?")
 MAX_TOP_K = 50
 URL_PARAMS = {"query": (KEY_QUERY, str), "top_k": (KEY_TOP_K, url_state.integer_in(1, MAX_TOP_K, "top_k")),
-              "collection": (KEY_COLLECTION, emb.one_of(("builtin",), "collection (a file cannot be linked)"))}
+              "collection": (KEY_COLLECTION, url_state.one_of(("builtin",), "collection (a file cannot be linked)"))}
 
 
 @st.cache_data(show_spinner="Embedding the collection (once per model, pooling and layer)…", max_entries=8)

@@ -30,7 +30,7 @@ def _words(raw: str) -> list[str]:
 
 
 URL_PARAMS = {"map_layer": (KEY_STATE, url_state.integer_in(0, 100, "map_layer (0 = embeddings)")),
-              "colour": (KEY_COLOUR, emb.one_of(COLOURS, "colour")), "words": (KEY_WORDS, _words)}
+              "colour": (KEY_COLOUR, url_state.one_of(COLOURS, "colour")), "words": (KEY_WORDS, _words)}
 
 
 @st.cache_data(show_spinner="Reading every token's vector…", max_entries=8)

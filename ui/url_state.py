@@ -42,6 +42,15 @@ def read(page: str, params: Mapping[str, tuple[str, Callable[[str], object]]]) -
     return problems
 
 
+def one_of(options, what: str) -> Callable[[str], str]:
+    """A link value parser that accepts only ``options``."""
+    def parse(raw: str) -> str:
+        if raw not in options:
+            raise ValueError(f"{what} is one of {', '.join(options)}.")
+        return raw
+    return parse
+
+
 def integer_in(low: int, high: int, what: str) -> Callable[[str], int]:
     def parse(raw: str) -> int:
         if not raw.strip().isdigit() or not low <= int(raw) <= high:
