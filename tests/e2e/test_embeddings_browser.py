@@ -29,6 +29,8 @@ def test_clicking_a_query_opens_its_sentence_in_the_explorer(app_url, page):
     assert "layer=2" in page.url and "head=3" in page.url
     sentence = page.locator('[data-testid="stSidebar"] textarea').first.input_value()
     assert sentence in SENSE_TEXTS
-    assert "layer 2, head 3" in page.locator(".js-plotly-plot").first.inner_text()
+    view = page.locator(".ib-attention[data-head]").first  # the Explorer's client-side attention view
+    view.wait_for(timeout=60_000)
+    assert (view.get_attribute("data-layer"), view.get_attribute("data-head")) == ("2", "3")
     assert page.locator('[data-testid="stException"]').count() == 0
     assert external_requests(requests) == []
