@@ -184,15 +184,15 @@ def html_or_stop(sel: Selection, result: Run, kind: str, layer: int, head: int,
     return or_stop(_html, ua.result_key(sel), kind, layer - 1, head - 1, pair_filter, result, sel, show=st.info)
 
 
-def lines_view(result: Run, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
-    page = html_or_stop(sel, result, "lines", layer, head, options.pair_filter)
-    rows = max(len(result.tokens), 2)
-    st.iframe(page, height=int(min(24 * rows + 90, 5000)))
+def lines_view(result: Run, layer: int, head: int, options: ViewOptions) -> None:
+    """The head view with lines, drawn by the same client-side renderer as the heatmap."""
+    attention_view(result, key="attention.renderer", keys={"layer": ua.KEY_LAYER, "head": ua.KEY_HEAD},
+                   layer=layer, head=head, view="lines", options=options)
     st.caption(f"Layer {layer}, head {head}: queries on the left, keys on the right; a line's opacity is its "
                f"weight (lines under {LINE_THRESHOLD} are left out until you hover). Hover or tap a token to "
-               f"see only its lines. Drawn offline by this app, up to {HEAD_VIEW_MAX_TOKENS} tokens; it follows "
-               "the pair filter, while hiding [CLS]/[SEP] and merging word pieces apply to the heatmaps."
-               + (" Sentence A in blue, B in orange." if (result.segment_ids == 1).any() else ""))
+               "see only its lines; click the view, then ←/→ change the head and ↑/↓ the layer at once."
+               + (" Sentence A in blue, B in orange." if (result.segment_ids == 1).any() else "")
+               + " " + options_caption(options))
 
 
 def bertviz_view(result: Run, sel: Selection, layer: int, head: int) -> None:
@@ -312,7 +312,7 @@ def show_view(view: str, result: Run, sel: Selection, layer: int, head: int,
     elif view == "aggregate":
         aggregate_view(result, sel, layer, options)
     elif view == "lines":
-        lines_view(result, sel, layer, head, options)
+        lines_view(result, layer, head, options)
     elif view == "bertviz":
         bertviz_view(result, sel, layer, head)
     elif view == "compare":

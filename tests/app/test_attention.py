@@ -196,13 +196,13 @@ def iframe_html(at, index=0):
     return at.get("iframe")[index].proto.srcdoc
 
 
-def test_head_view_embeds_our_offline_view_of_the_selected_head(explorer, reference):
+def test_head_view_is_the_renderers_lines_view_of_the_selected_head(explorer, reference):
     at = explorer(view="lines", layer="5", head="2")
-    page = iframe_html(at)
-    data = json.loads(page.split("window.HEAD_VIEW = ", 1)[1].split(";\n", 1)[0])
-    np.testing.assert_allclose(data["heads"]["head 2"], reference.attention[4, 1], atol=5e-5)
-    assert "src=" not in page and "href=" not in page  # nothing is loaded from anywhere
+    payload = renderer_payload(at)
+    assert payload["initial"] == {"layer": 4, "head": 1, "view": "lines"}
+    np.testing.assert_allclose(renderer_head(payload), reference.attention[4, 1], atol=QUANTUM)
     assert "Hover or tap a token" in at.caption[0].value
+    assert not at.get("iframe")  # no longer the separate HTML page
 
 
 def test_bertviz_views_render_offline_and_limit_long_inputs(explorer):
