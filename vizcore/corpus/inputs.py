@@ -10,25 +10,16 @@ from __future__ import annotations
 
 import csv
 import io
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from vizcore.errors import VizError
+from vizcore.text import MAX_CHARS, is_blank  # no torch: a bad file is refused in a fraction of a second
 
 TEXT_COLUMNS = ("text", "sentence", "sentences", "texts")  # a column taken without being named
 _SNIFF = 8192  # bytes looked at to tell a binary file
-# vizcore.model.run's MAX_CHARS and is_blank, restated so that reading a file needs no torch (a bad file is
-# refused in a fraction of a second); tests/unit/test_corpus_inputs.py checks that they agree.
-MAX_CHARS = 200_000
-
-
-def is_blank(text: str | None) -> bool:
-    return text is None or all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
-
-
 @dataclass(frozen=True)
 class Corpus:
     """Sentences in file order with their 0-based line (row) numbers."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,10 +37,8 @@ from vizcore.model import arch as archs
 from vizcore.model import sink
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
+from vizcore.text import MAX_CHARS, is_blank
 
-# Longer texts are refused before tokenising (a paste of a whole book); anything the model cannot
-# take in one pass is truncated to its maximum length and reported.
-MAX_CHARS = 200_000
 # Characters that can come from bytes of another encoding read with errors="surrogateescape"
 # (a command line in a non-UTF-8 locale): tokenizers and JSON refuse them.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -81,12 +78,6 @@ class Patch:
     positions: tuple[int, ...]
     values: np.ndarray
     rows: tuple[int, ...] | None = None
-
-
-def is_blank(text: str | None) -> bool:
-    """True when the text has nothing a tokenizer keeps: only spaces, invisible format characters
-    (zero-width space, byte-order mark, joiners) and control characters."""
-    return text is None or all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
 def check_text(text: str | None, what: str = "text") -> str:
