@@ -22,14 +22,13 @@ on all alike; each round gives a ratio, and the median of the rounds' ratios is 
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from typing import Callable
 
 import numpy as np
 
-from bench.report import machine, markdown_table, write_section
+from bench.report import load_note, machine, markdown_table, write_section
 
 SENTENCES = 1_000
 LONG_TEXTS = 128
@@ -108,12 +107,10 @@ def main() -> None:
     st = SentenceTransformer(str(loaded.model.name_or_path), device="cpu")
     short, ratio = table(sentence_set(), loaded, st)
     long, long_ratio = table(long_set(), loaded, st)
-    load = os.getloadavg()[0]
     body = (
         "## Sentence embeddings: `embed` vs sentence-transformers (bench/bench_embed.py)\n\n"
         f"all-MiniLM-L6-v2, batch {BATCH}, CPU, one process, {ROUNDS} rounds, the three taking turns in "
-        f"each; {machine()}; 1-minute load average at the end: {load:.1f}"
-        + (" (above the core count: other work competed for the CPU)" if load > (os.cpu_count() or 1) else "")
+        f"each; {machine()}; {load_note()}"
         + ". Ours = `sentence_vectors(..., normalize=True)`, what `python -m vizcore embed` runs (on the "
         "shared model's SDPA twin: same weights, SDPA attention); sentence-transformers = `encode` on the same "
         "folder; ours, eager = the same call with `fast_attention=False`, on the model as the app loads it "

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.report import machine, markdown_table, write_section
+from bench.report import load_note, machine, markdown_table, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "vizcore" / "data" / "corpus-demo.txt"
@@ -133,12 +133,10 @@ def main() -> None:
     table, ratio, local_rate = local_vs_plain(source, texts)
     rows, steady = ray_rows(source, len(texts))
     shutil.rmtree(scratch, ignore_errors=True)
-    load = os.getloadavg()[0]
     body = (
         "## Corpus job: local engine vs a plain transformers loop, and Ray (bench/corpus.py)\n\n"
         f"all-MiniLM-L6-v2, the first {len(texts):,} sentences of the Corpus demo, batch {BATCH}, CPU, no "
-        f"--syntax; {machine()}; {os.cpu_count()} cores; 1-minute load average at the end: {load:.1f}"
-        + (" (above the core count: other work competed for the CPU)" if load > (os.cpu_count() or 1) else "")
+        f"--syntax; {machine()}; {os.cpu_count()} cores; {load_note()}"
         + ". Ours = the whole local job (read, tokenise, forward with attention, eight measures per head and "
         "sentence, Parquet shards, summary); plain = `AutoModel` with eager attention over the same "
         "length-sorted batches, `output_attentions=True`, each sentence's weights copied to numpy.\n\n"

@@ -13,14 +13,13 @@ Both loops train all-MiniLM-L6-v2 with a 2-label head on the same batches of the
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
 import numpy as np
 import torch
 
-from bench.report import machine, markdown_table, write_section
+from bench.report import load_note, machine, markdown_table, write_section
 from vizcore.finetune.datasets import LabelledTexts, TrainTestData, builtin_data
 from vizcore.finetune.training import FinetuneConfig, train_classifier
 from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL, load_model
@@ -77,12 +76,10 @@ def main() -> None:
     o, p = statistics.median(ours), statistics.median(plain)
     rows = [[i + 1, f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}"] for i, (a, b) in enumerate(zip(ours, plain))]
     rows.append(["median", f"{o:.3f}", f"{p:.3f}", f"{o / p:.2f}"])
-    load = os.getloadavg()[0]
     body = (
         "## Fine-tuning loop speed (bench/finetune.py)\n\n"
         f"all-MiniLM-L6-v2, full fine-tuning, batch {BATCH}, AdamW lr 5e-5, {STEPS} timed steps after a "
-        f"warm-up, CPU; {machine()}; 1-minute load average at the end: {load:.1f}"
-        + (" (above the core count: other work competed for the CPU)" if load > (os.cpu_count() or 1) else "")
+        f"warm-up, CPU; {machine()}; {load_note()}"
         + ". Ours = `train_classifier` (deep copy, mean pooling, gradient "
         "clipping, linear schedule); plain = `AutoModelForSequenceClassification` + AdamW. Ratio > 1 means "
         "our loop is faster.\n\n"

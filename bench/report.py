@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import statistics
@@ -47,6 +48,13 @@ def timed_pair(first, second, repeats: int, pick=min) -> tuple[float, float]:
 def machine() -> str:
     return (f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
             f"Python {platform.python_version()}")
+
+
+def load_note() -> str:
+    """The machine's 1-minute load average now, said as the benches' headers say it."""
+    load = os.getloadavg()[0]
+    busy = " (above the core count: other work competed for the CPU)" if load > (os.cpu_count() or 1) else ""
+    return f"1-minute load average at the end: {load:.1f}{busy}"
 
 
 def markdown_table(header: list[str], rows: list[list[object]]) -> str:
