@@ -24,9 +24,12 @@ ua.keep_view_choices()
 warn_if_truncated(result)
 
 view = st.radio("View", list(ua.VIEWS), format_func=ua.VIEWS.get, horizontal=True, key=ua.KEY_VIEW)
-left, right = st.columns(2)
-layer = left.slider("Layer", 1, result.num_layers, key=ua.KEY_LAYER)
-head = right.slider("Head", 1, result.num_heads, key=ua.KEY_HEAD)
+if view in ua.BROWSER_VIEWS:  # the renderer's own Layer/Head steppers switch in the browser, with no rerun
+    layer, head = st.session_state[ua.KEY_LAYER], st.session_state[ua.KEY_HEAD]
+else:
+    left, right = st.columns(2)
+    layer = left.slider("Layer", 1, result.num_layers, key=ua.KEY_LAYER)
+    head = right.slider("Head", 1, result.num_heads, key=ua.KEY_HEAD)
 is_pair = bool((result.segment_ids == 1).any())
 with st.expander("Tokens shown: pair filter, [CLS]/[SEP], word pieces", expanded=is_pair):
     columns = st.columns(3)

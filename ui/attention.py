@@ -32,6 +32,8 @@ VIEWS = {
     "compare": "Compare",
     "export": "Export",
 }
+# Views drawn by the client-side renderer, whose own controls choose the layer and head.
+BROWSER_VIEWS = ("heatmap", "grid", "lines")
 
 
 def attention_for(model: str, device: str, text: str, pair: str | None) -> Run:

@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from tests.app.conftest import decode_plotly
+from tests.app.conftest import decode_plotly, renderer_payload
 from ui.embeddings import SENSE_TEXTS
 from ui.embeddings_similarity import EXAMPLE
 from vizcore.embeddings.contexts import CONTEXT_SETS
@@ -322,5 +322,5 @@ def test_the_page_follows_a_click_to_the_explorer(new_app):
     at.run()
     ok(at)
     assert at.title[0].value == "Attention Explorer"
-    assert at.slider(key="attention.layer").value == 2 and at.slider(key="attention.head").value == 7
+    assert renderer_payload(at)["initial"] == {"layer": 1, "head": 6, "view": "heatmap"}
     assert "embeddings.qk.open" not in at.session_state  # followed once

@@ -33,13 +33,24 @@ def test_link_opens_layer_and_head_and_a_head_switch_updates_view_and_url(app_ur
     page.wait_for_function("location.search.includes('head=4')", timeout=60_000)
     wait_until_idle(page)
     assert "head=4" in page.url and "layer=2" in page.url
-    assert page.locator('[data-testid="stSliderThumbValue"]').nth(1).inner_text() == "4"  # the sliders follow
-    slider = page.get_by_role("slider").nth(0)  # layer, head: the page's own sliders still drive the view
-    slider.focus()
-    slider.press("ArrowRight")
-    page.wait_for_function("document.querySelector('.ib-attention')?.dataset.layer === '3'", timeout=60_000)
+    assert page.get_by_role("slider").count() == 0  # one set of controls: the view's own
+    page.get_by_role("button", name="next layer").click()  # its stepper, also in the browser
+    assert drawn(page) == ("heatmap", "3", "4")
+    page.wait_for_function("location.search.includes('layer=3')", timeout=60_000)
     wait_until_idle(page)
-    assert drawn(page) == ("heatmap", "3", "4") and "layer=3" in page.url
+    assert drawn(page) == ("heatmap", "3", "4") and "head=4" in page.url
+    page.get_by_text("Aggregations").click()  # a view drawn on the server: its sliders hold the same head
+    page.wait_for_selector('[data-testid="stSliderThumbValue"]', timeout=60_000)
+    wait_until_idle(page)
+    assert page.locator('[data-testid="stSliderThumbValue"]').all_inner_texts() == ["3", "4"]
+    page.get_by_role("slider").nth(0).focus()
+    page.get_by_role("slider").nth(0).press("ArrowRight")
+    page.wait_for_function("location.search.includes('layer=4')", timeout=60_000)
+    page.get_by_text("Head heatmap").click()
+    page.wait_for_function("document.querySelector('.ib-attention')?.dataset.layer === '4'", timeout=60_000)
+    wait_until_idle(page)
+    assert drawn(page) == ("heatmap", "4", "4")
+    page.locator(VIEW).scroll_into_view_if_needed()
     screenshot(page, "attention-heatmap")
     assert external_requests(page.requests_made) == []
 

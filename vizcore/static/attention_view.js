@@ -132,8 +132,10 @@
     "background:#fff;outline:none;padding:4px}",
     ".ib-attention:focus-visible{box-shadow:0 0 0 3px #41b6c4}",
     ".ib-bar{display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center;margin-bottom:6px}",
-    ".ib-bar button,.ib-bar select{font-size:" + FONT + "px;padding:2px 8px;border:1px solid #888;",
-    "border-radius:4px;background:#f4f4f4;color:#111;cursor:pointer}",
+    ".ib-bar button,.ib-bar select{font-size:" + FONT + "px;padding:6px 12px;min-height:44px;border:1px solid #888;",
+    "border-radius:6px;background:#f4f4f4;color:#111;cursor:pointer}",  // 44 px: a target for a finger or a lectern mouse
+    ".ib-bar button{min-width:44px}.ib-step{display:inline-flex;gap:4px;align-items:center}",
+    ".ib-step>span{font-weight:bold;margin-right:4px}",
     ".ib-bar button[aria-pressed=true]{background:#253494;color:#fff;border-color:#253494}",
     ".ib-bar label{display:inline-flex;gap:6px;align-items:center;cursor:pointer}",
     ".ib-bar input{width:18px;height:18px}",
@@ -191,8 +193,8 @@
     }
 
     function stepper(name, count, onChange) {
-      const wrap = element("span", "", bar);
-      element("span", "", wrap).textContent = name + " ";
+      const wrap = element("span", "ib-step", bar);
+      element("span", "", wrap).textContent = name;
       const back = element("button", "", wrap);
       back.type = "button";
       back.textContent = "\u25c0";
