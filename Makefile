@@ -60,7 +60,7 @@ test-e2e: $(VENV)/.test-installed chromium
 	$(PY) -m pytest tests/e2e
 
 bench: $(VENV)/.test-installed chromium
-	for script in attention startup attention_page fill_mask finetune bench_embed corpus; do $(PY) -m bench.$$script || exit 1; done
+	for script in attention startup attention_page renderer_screenshots fill_mask finetune bench_embed corpus; do $(PY) -m bench.$$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache

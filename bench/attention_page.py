@@ -10,13 +10,16 @@ For each case (model, n tokens) it starts ``python -m ui.launch`` (what ``make r
   (all, and the WebSocket part: the view's data), then the median over ``SWITCHES`` head switches
   (ArrowRight on the view) and layer switches (ArrowDown) of the time from the key event to the next
   frame after the view has drawn the new head (in the page: ``performance.now``), and the WebSocket
-  bytes of the run each switch starts in the background (it only updates the URL and the sliders).
+  bytes of the run each switch starts in the background (it only updates the URL).
   Above 128 tokens a layer switch asks the server for that layer: its time is from the key press to
   ``data-layer`` changing, measured from Python.
 * plotly (``view=export``, which still draws the selected head with ``vizcore.plot.attention_heatmap``,
   as the heatmap view did before): the median over ``SWITCHES`` head changes with the slider of the
   time until the new head is drawn and the app is idle, and their bytes.
 
+The "prose" case is the corpus demo's first sentences (vizcore/data/corpus-demo), not the repeated
+sentence of the other cases: deflate packs a trained model's weights on varied text least well, and
+above 128 tokens the view carries one layer, so its bytes are what a trained 12-head layer costs.
 The 12 x 12 case is a random-weight BERT (hidden 192, 12 layers, 12 heads: the attention tensors
 have bert-base's shape, 12 x 12 x 512 x 512) saved to a temporary folder with the embedded model's
 tokenizer, so no download is needed. ``--bertviz`` adds the size of bertviz's head_view HTML for the
@@ -43,6 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SWITCHES = 5
 MB = 1e6
+
+
+def prose_of_length(tokenizer, n: int) -> str:
+    """Sentences of the corpus demo, cut to exactly n tokens with [CLS] and [SEP]."""
+    import pyarrow.parquet as pq
+
+    sentences = pq.read_table(ROOT / "vizcore/data/corpus-demo/sentences/part-00000.parquet", columns=["text"])
+    ids = tokenizer(" ".join(sentences.column("text").to_pylist()[:200]), add_special_tokens=False)["input_ids"]
+    return tokenizer.decode(ids[: n - 2])
 
 
 def random_bert_12x12(folder: Path) -> str:
@@ -182,15 +194,18 @@ def main() -> None:
     tokenizer = load_model(DEFAULT_MODEL, device="cpu").tokenizer
     with tempfile.TemporaryDirectory() as folder:
         big = random_bert_12x12(Path(folder))
-        cases = [(DEFAULT_MODEL, "6 x 12", 64), (DEFAULT_MODEL, "6 x 12", 128), (DEFAULT_MODEL, "6 x 12", 512),
-                 (big, "12 x 12 (random)", 128), (big, "12 x 12 (random)", 512)]
+        repeated, prose = text_of_length, prose_of_length
+        cases = [(DEFAULT_MODEL, "6 x 12", 64, repeated), (DEFAULT_MODEL, "6 x 12", 128, repeated),
+                 (DEFAULT_MODEL, "6 x 12", 512, repeated), (DEFAULT_MODEL, "6 x 12, prose", 128, prose),
+                 (DEFAULT_MODEL, "6 x 12, prose", 512, prose),
+                 (big, "12 x 12 (random)", 128, repeated), (big, "12 x 12 (random)", 512, repeated)]
         server = start_server(args.port)
         rows, old_rows = [], []
         try:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                for model, shape, n in cases:
-                    text = text_of_length(tokenizer, n)
+                for model, shape, n, text_of in cases:
+                    text = text_of(tokenizer, n)
                     url = f"http://localhost:{args.port}"
                     new = measure_renderer(browser, url, model, text)
                     old = measure_plotly(browser, url, model, text)
@@ -210,19 +225,23 @@ def main() -> None:
         f"Headless Debian Chromium against `python -m ui.launch`; {machine()}; 1-minute load average at the "
         f"end: {os.getloadavg()[0]:.1f} (other work shares these cores, so wall times are upper bounds). "
         "**Renderer** (`view=heatmap`, vizcore/static/attention_view.js): first load = every byte until the "
-        "view has drawn, of which the WebSocket part is the page's runs (the view's data: 8-bit weights of "
-        "every layer up to 128 tokens, of the shown layer above, and 24 x 24 block means of every head); head "
+        "view has drawn, of which the WebSocket part is the page's runs (the view's data: 8-bit weights, "
+        "deflated, of every layer up to 128 tokens, of the shown layer above, and 24 x 24 block means of every "
+        "head); head "
         f"and layer switch = median of {SWITCHES} (layers: 5) arrow keys on the view, from the key event to "
         "the next frame after the view has drawn the new head, measured in the page; above 128 tokens a layer "
         "switch waits for the server to send that layer (measured from the key press to the drawn layer). "
-        "Bytes per switch are the WebSocket bytes of the run each switch starts in the background (URL and "
-        "sliders): Streamlit sends a reference to the view's unchanged data, not the data again. **Plotly** "
+        "Bytes per switch are the WebSocket bytes of the run each switch starts in the background (the URL): "
+        "Streamlit sends a reference to the view's unchanged data, not the data again. **Plotly** "
         "(`view=export`, the same head drawn by `vizcore.plot.attention_heatmap` as the heatmap view did "
         "before): one head change with the slider, a server run and a plotly redraw, until the app is idle. "
         "First load includes Streamlit's own JavaScript and CSS over HTTP (about 3.2 MB now that the heatmap "
         "needs no plotly.js, 7.7 MB with it; cached by the browser after the first visit). Goals (issue 20): "
         "head switch <= 50 ms at 64 tokens and <= 150 ms at 512; layer "
-        "switch within the same bounds up to 128 tokens; a 512-token view of a 12 x 12 model <= 5 MB.",
+        "switch within the same bounds up to 128 tokens; a 512-token view of a 12 x 12 model <= 5 MB. Text: "
+        "one sentence repeated, or *prose* (the corpus demo's sentences). Random weights attend almost evenly, "
+        "which deflate packs far better than a trained model's: above 128 tokens the view holds one layer, so "
+        "the *6 x 12, prose, 512* row is what a trained 12-head layer (bert-base's, say) costs.",
         markdown_table(["model (layers x heads)", "tokens", "renderer: first load (MB)", "of it WebSocket (MB)",
                         "head switch (ms)", "layer switch (ms)", "per head switch (MB)", "per layer switch (MB)",
                         "plotly: head switch (ms)", "plotly: per switch (MB)", "plotly ÷ renderer"], rows),

@@ -34,8 +34,9 @@ def shown(page):
     return page.get_attribute(VIEW, "data-layer"), page.get_attribute(VIEW, "data-head")
 
 
-JS_MATRIX = """([p, layer, head, options]) => {
-    const m = InsideBertAttention.viewMatrix(p, InsideBertAttention.decodeBase64(p.layers[layer]), head, options);
+JS_MATRIX = """async ([p, layer, head, options]) => {
+    const codes = await InsideBertAttention.inflate(p.layers[layer]);
+    const m = InsideBertAttention.viewMatrix(p, codes, head, options);
     return m.empty ? null : {values: Array.from(m.values), rows: m.rows.map(g => g.label),
                              cols: m.cols.map(g => g.label), rowSegments: m.rows.map(g => g.segment)};
 }"""

@@ -68,8 +68,10 @@ def test_bad_requests_say_what_is_wrong(kwargs, message):
 def test_a_512_token_layer_of_12_heads_stays_under_5_mb():
     run = synthetic_run(layers=2, heads=12, pair=False, words=512 - 8)
     assert len(run.tokens) == 512
-    size = payload_bytes(attention_payload(run, layer=1))
-    assert 512 * 512 * 12 * 4 / 3 < size < 5e6
+    payload = attention_payload(run, layer=1)
+    assert list(payload["layers"]) == ["1"]  # above 128 tokens, the shown layer alone
+    base64_codes = 512 * 512 * 12 * 4 / 3
+    assert payload_bytes(payload) < 0.75 * base64_codes  # deflated, even for these noisy synthetic weights
 
 
 def test_standalone_html_is_offline_and_user_text_is_escaped_json():

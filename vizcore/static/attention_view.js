@@ -3,8 +3,8 @@
 // export), each of which calls InsideBertAttention.mount(element, payload, host).
 //
 // payload (built by vizcore/attention/payload.py; layers and heads 0-based): {title, numLayers, numHeads,
-// n, tokens, special, segments, wordOf, wordLabels, levels, layers: {"l": base64 uint8 [head][query][key]},
-// grid: {cells, max, data: base64 uint8 [layer][head][c][c]}, initial: {layer, head, view},
+// n, tokens, special, segments, wordOf, wordLabels, levels, layers: {"l": base64 of deflated (zlib) uint8
+// [head][query][key]}, grid: {cells, max, data: base64 uint8 [layer][head][c][c]}, initial: {layer, head, view},
 // options: {pairFilter, hideSpecial, mergeWords}, controls: {views, filters, layerHead}, inputId}.
 // host: {onSelect({layer, head, view}), onRequestLayer(layer)}, both optional.
 //
@@ -41,6 +41,17 @@
     const out = new Uint8Array(raw.length);
     for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
     return out;
+  }
+
+  // A layer's codes arrive deflated (payload.py, zlib) and base64-encoded; the browser's own
+  // DecompressionStream inflates them (Chrome 80, Firefox 113, Safari 16.4 and later).
+  function inflate(text) {
+    if (typeof DecompressionStream === "undefined") {
+      return Promise.reject(new Error("this browser cannot unpack the weights (no DecompressionStream): " +
+                                      "use Chrome 80, Firefox 113, Safari 16.4 or later"));
+    }
+    const stream = new Blob([decodeBase64(text)]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).arrayBuffer().then(function (buffer) { return new Uint8Array(buffer); });
   }
 
   // 8-bit codes on a square-root scale (payload.py): weight = (code / levels)^2.
@@ -173,14 +184,35 @@
     status.setAttribute("aria-live", "polite");
     const stage = element("div", "ib-stage", el);
     const tip = element("div", "ib-tip", el);
-    const state = {p: null, encoded: {}, decoded: {}, grid: null, layer: 0, head: 0, view: "heatmap",
+    const state = {p: null, encoded: {}, decoded: {}, unpacking: {}, failed: {}, grid: null, layer: 0, head: 0,
+                   view: "heatmap",
                    options: null, givenOptions: null, lastInitial: null, focus: null, pinned: false,
                    drawn: null, width: 0};
     const controls = {};
 
     function codesOf(layer) {
-      if (!state.decoded[layer] && state.encoded[layer]) state.decoded[layer] = decodeBase64(state.encoded[layer]);
       return state.decoded[layer] || null;
+    }
+
+    // Inflate a received layer in the background; once it is ready, draw it if it is the one on screen.
+    // Every layer is unpacked as soon as it arrives, so a later switch finds its codes ready.
+    function unpack(layer) {
+      const text = state.encoded[layer];
+      if (!text || state.decoded[layer] || state.unpacking[layer] === text) return;
+      state.unpacking[layer] = text;
+      delete state.failed[layer];
+      inflate(text).then(function (codes) {
+        if (state.encoded[layer] !== text) return;  // replaced by a newer payload meanwhile
+        state.decoded[layer] = codes;
+        return true;
+      }, function (error) {
+        if (state.encoded[layer] !== text) return;
+        state.failed[layer] = String(error && error.message || error);
+        return true;
+      }).then(function (current) {
+        if (state.unpacking[layer] === text) delete state.unpacking[layer];
+        if (current && state.p && state.layer === Number(layer) && state.view !== "grid") render();
+      });
     }
 
     function notify(kind, value) {
@@ -575,7 +607,12 @@
       } else {
         const codes = codesOf(state.layer);
         if (!codes) {
-          if (p.canFetch === false) {
+          if (state.failed[state.layer]) {
+            status.textContent = "Layer " + (state.layer + 1) + " cannot be shown: " + state.failed[state.layer] + ".";
+          } else if (state.encoded[state.layer]) {
+            status.textContent = "Unpacking layer " + (state.layer + 1) + "\u2026";
+            unpack(state.layer);
+          } else if (p.canFetch === false) {
             status.textContent = "Layer " + (state.layer + 1) + " is not in this file: above " + p.fullMaxTokens +
               " tokens only layer " + Object.keys(p.layers).map(function (l) { return Number(l) + 1; }).join(", ") +
               " is saved. The grid (All heads) shows every head.";
@@ -614,6 +651,8 @@
       if (fresh) {
         state.encoded = {};
         state.decoded = {};
+        state.unpacking = {};
+        state.failed = {};
         state.grid = null;
         state.focus = null;
         state.pinned = false;
@@ -625,6 +664,10 @@
         state.encoded[key] = next.layers[key];
         arrived = true;
       });
+      // The layer to open first, then the others.
+      const first = String(next.initial ? next.initial.layer : 0);
+      if (state.encoded[first]) unpack(first);
+      Object.keys(state.encoded).forEach(unpack);
       const rebuild = fresh || !same(state.p.controls, next.controls);
       state.p = next;
       if (rebuild) buildControls();
@@ -665,5 +708,6 @@
     };
   }
 
-  global.InsideBertAttention = {mount: mount, viewMatrix: viewMatrix, decodeBase64: decodeBase64, version: 1};
+  global.InsideBertAttention = {mount: mount, viewMatrix: viewMatrix, decodeBase64: decodeBase64, inflate: inflate,
+                                version: 2};
 })(typeof globalThis !== "undefined" ? globalThis : window);
