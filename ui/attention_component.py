@@ -4,7 +4,8 @@ Head and layer switches, hovers and focus happen in the browser. The component r
 grid click with ``setStateValue("selection", {layer, head, view})`` (0-based); the callback writes it to
 the page's session keys (1-based), and the page's run rewrites the URL.
 
-Bytes: the component's data is the renderer's payload. It opens on ``initial``; when the browser itself
+Bytes: the component's data is the renderer's payload in its binary form (``payload.binary_payload``:
+deflated codes with no base64, a third smaller than JSON). It opens on ``initial``; when the browser itself
 made the switch, the next run keeps the same ``initial`` (the view is already showing the new head), so
 the data is unchanged and Streamlit sends a reference to the message the browser already has instead of
 the weights again. Above ``FULL_MAX_TOKENS`` tokens the payload carries the selected layer, so choosing
@@ -21,7 +22,7 @@ from functools import partial
 import streamlit as st
 
 from vizcore.attention.aggregate import ViewOptions
-from vizcore.attention.payload import attention_payload, encode_layer, grid_codes, loaded_layers
+from vizcore.attention.payload import attention_payload, binary_payload, deflate_layer, grid_codes, loaded_layers
 from vizcore.attention.renderer import streamlit_module_js
 from vizcore.model.record import Run
 
@@ -61,19 +62,19 @@ _ENCODINGS = _Encodings()
 
 
 def _payload(result: Run, layers: list[int], initial: tuple[int, int, str], options: ViewOptions,
-             controls: dict) -> dict:
+             controls: dict) -> bytes:
     stored = _ENCODINGS.of(result)
 
-    def encode(layer: int) -> str:
+    def encode(layer: int) -> bytes:
         if layer not in stored:
-            stored[layer] = encode_layer(result.attention[layer])
+            stored[layer] = deflate_layer(result.attention[layer])
         return stored[layer]
 
     if "grid" not in stored:
         stored["grid"] = grid_codes(result.attention)
     layer, head, view = initial
-    return attention_payload(result, layer, head, view, options, layers=layers, controls=controls,
-                             encode=encode, grid=stored["grid"])
+    return binary_payload(attention_payload(result, layer, head, view, options, layers=layers, controls=controls,
+                                            encode=encode, grid=stored["grid"]))
 
 
 def store_selection(state: MutableMapping, key: str, keys: dict[str, str], chosen: dict) -> None:

@@ -68,10 +68,11 @@ def set_shared(at: AppTest, **values: str) -> AppTest:
 
 
 def renderer_payload(at, index=0) -> dict:
-    """The client-side attention view's data (``ui/attention_component.py``): the renderer's payload."""
-    import json
+    """The client-side attention view's data (``ui/attention_component.py``): the renderer's payload, sent in
+    its binary form; layers as deflated bytes."""
+    from vizcore.attention.payload import read_binary_payload
 
-    return json.loads(at.get("bidi_component")[index].proto.json)
+    return read_binary_payload(at.get("bidi_component")[index].proto.bytes)
 
 
 def renderer_head(payload: dict):

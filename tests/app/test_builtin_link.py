@@ -25,6 +25,7 @@ ROOT = Path(APP).parent
 OPEN_LINK = f"""
 import json, sys
 from streamlit.testing.v1 import AppTest
+from vizcore.attention.payload import read_binary_payload
 assert not any(m.startswith("vizcore.mlm") for m in sys.modules)
 at = AppTest.from_file({APP!r}, default_timeout=600)
 for name, value in {{"model": {MLM_MODEL!r}, "layer": "2", "head": "3"}}.items():
@@ -33,7 +34,7 @@ at.run().switch_page("pages/attention.py").run()
 views = at.get("bidi_component")
 print(json.dumps({{"exceptions": [e.value for e in at.exception], "errors": [e.value for e in at.error],
                   "url_model": at.query_params.get("model"),
-                  "payload": json.loads(views[0].proto.json) if views else None}}))
+                  "payload": read_binary_payload(views[0].proto.bytes) if views else None}}, default=bytes.hex))
 """
 
 def test_a_fresh_server_opens_the_explorer_on_the_masked_lm_builtin():
@@ -44,6 +45,7 @@ def test_a_fresh_server_opens_the_explorer_on_the_masked_lm_builtin():
     shown = json.loads(out.stdout.strip().splitlines()[-1])
     assert shown["exceptions"] == [] and shown["errors"] == []
     assert shown["url_model"] in (MLM_MODEL, [MLM_MODEL]) and shown["payload"] is not None
+    shown["payload"]["layers"] = {key: bytes.fromhex(value) for key, value in shown["payload"]["layers"].items()}
     shown_head = renderer_head(shown["payload"])  # what the browser draws: 8-bit weights
     assert shown["payload"]["initial"]["layer"] == 1 and shown["payload"]["initial"]["head"] == 2
     tuned = extract_attention(load_model(MLM_MODEL, device="cpu"), DEFAULT_TEXT).attention[1, 2]

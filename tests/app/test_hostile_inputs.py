@@ -23,6 +23,7 @@ from transformers import AutoTokenizer
 
 from tests.app.conftest import APP, TIMEOUT, decode_plotly, renderer_head
 from ui.state import OTHER_MODEL
+from vizcore.attention.payload import read_binary_payload
 from vizcore.mlm.weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
 from vizcore.model.catalog import DEFAULT_MODEL, embedded_minilm_path
 
@@ -127,7 +128,7 @@ def first_z(at: AppTest, key: str | None = None) -> np.ndarray:
     if key in RENDERER_KEYS:
         for element in at.get("bidi_component"):
             if element.proto.id.endswith(key):
-                return renderer_head(json.loads(element.proto.json))
+                return renderer_head(read_binary_payload(element.proto.bytes))
         raise AssertionError(f"no attention view {key}")
     spec = chart(at, key) if key else json.loads(at.get("plotly_chart")[0].proto.spec)
     return decode_plotly(spec["data"][0]["z"])

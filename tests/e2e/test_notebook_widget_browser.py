@@ -78,4 +78,5 @@ def test_the_widget_asks_the_kernel_for_a_missing_layer_and_draws_it(widget_page
     assert page.evaluate("window.sent") == [{"type": "layer", "layer": 1}]
     widget._message(widget, page.evaluate("window.sent[0]"), [])  # the kernel's side of the message
     page.evaluate("payload => window.model.push(payload)", widget.payload)
-    assert view.get_attribute("data-layer") == "2" and view.get_attribute("data-head") == "1"
+    page.wait_for_selector(f"{VIEW}[data-layer='2']", timeout=10_000)  # drawn once inflated
+    assert view.get_attribute("data-head") == "1"

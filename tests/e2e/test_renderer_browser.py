@@ -127,3 +127,29 @@ def test_filters_in_the_file_change_the_drawn_matrix_and_nothing_leaves_the_mach
     assert "[CLS]/[SEP] hidden" in page.locator(".ib-title").inner_text()
     screenshot(page, "renderer-standalone-filters")
     assert external_requests(page.requests_made) == [] and page.errors == []
+
+
+BINARY_MOUNT = """async (bytes) => {
+    const el = document.createElement("div");
+    el.id = "binary-view";
+    document.body.appendChild(el);
+    InsideBertAttention.mount(el, new Uint8Array(bytes));
+    const p = InsideBertAttention.readPayload(new Uint8Array(bytes));
+    const codes = await InsideBertAttention.inflate(p.layers["1"]);
+    return Array.from(InsideBertAttention.viewMatrix(p, codes, 2, p.options).values);
+}"""
+
+
+def test_the_binary_form_the_app_sends_draws_the_same_weights(opened):
+    """The Streamlit component sends ``binary_payload`` (no base64): the renderer reads it to the same matrix."""
+    from vizcore.attention.payload import binary_payload
+
+    run = synthetic_run(layers=2, heads=3)
+    page = opened(run)
+    payload = attention_payload(run, layer=1, head=2)
+    values = page.evaluate(BINARY_MOUNT, list(binary_payload(payload)))
+    expected = decode_layer(payload["layers"]["1"], run.num_heads, len(run.tokens))[2]
+    np.testing.assert_allclose(np.array(values).reshape(expected.shape), expected, atol=1e-6)
+    page.wait_for_selector("#binary-view[data-head='3'][data-layer='2']")
+    assert page.locator("#binary-view img").count() == 0  # the header's tokens (EVIL among them) stay text
+    assert page.errors == [] and page.dialogs == []

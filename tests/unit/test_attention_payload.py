@@ -10,9 +10,11 @@ from vizcore.attention.aggregate import ViewOptions
 from vizcore.attention.payload import (
     FULL_MAX_TOKENS,
     attention_payload,
+    binary_payload,
     decode_layer,
     encode_layer,
     payload_bytes,
+    read_binary_payload,
 )
 from vizcore.attention.renderer import attention_view_html, streamlit_module_js, widget_esm
 from vizcore.errors import VizError
@@ -84,3 +86,18 @@ def test_standalone_html_is_offline_and_user_text_is_escaped_json():
 def test_hosts_wrap_the_same_renderer_file():
     for module in (streamlit_module_js(), widget_esm()):
         assert "global.InsideBertAttention = {mount" in module and "export default" in module
+
+
+def test_the_binary_form_holds_the_same_payload_with_a_quarter_fewer_bytes():
+    run = synthetic_run(layers=3, heads=4, words=100)
+    payload = attention_payload(run, layer=2, head=1)
+    packed = binary_payload(payload)
+    back = read_binary_payload(packed)
+    assert {k: v for k, v in back.items() if k != "layers"} == {k: v for k, v in payload.items() if k != "layers"}
+    for key, text in payload["layers"].items():
+        np.testing.assert_array_equal(decode_layer(back["layers"][key], 4, len(run.tokens)),
+                                      decode_layer(text, 4, len(run.tokens)))
+    layer_text = sum(len(text) for text in payload["layers"].values())
+    assert payload_bytes(payload) - len(packed) > 0.24 * layer_text  # base64 is 4 characters per 3 bytes
+    with pytest.raises(VizError, match="Not an attention view payload"):
+        read_binary_payload(b"PK\x03\x04" + packed[4:])

@@ -43,14 +43,37 @@
     return out;
   }
 
-  // A layer's codes arrive deflated (payload.py, zlib) and base64-encoded; the browser's own
-  // DecompressionStream inflates them (Chrome 80, Firefox 113, Safari 16.4 and later).
-  function inflate(text) {
+  // The binary form of a payload (payload.binary_payload), for hosts that carry bytes: "IBA2", the JSON
+  // header's length (uint32, little-endian), the header, then each layer's deflated codes, placed by
+  // header.layers[l] = {id, offset, length}. Anything else is taken as the JSON form.
+  function readPayload(data) {
+    if (!(data instanceof Uint8Array) && !(data instanceof ArrayBuffer)) return data;
+    const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+    if (bytes.length < 8 || String.fromCharCode(bytes[0], bytes[1], bytes[2], bytes[3]) !== "IBA2") {
+      throw new Error("not an attention view payload");
+    }
+    const length = (bytes[4] | bytes[5] << 8 | bytes[6] << 16 | bytes[7] << 24) >>> 0;
+    const payload = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + length)));
+    const start = 8 + length;
+    Object.keys(payload.layers).forEach(function (key) {
+      const at = payload.layers[key];
+      payload.layers[key] = {id: at.id, bytes: bytes.slice(start + at.offset, start + at.offset + at.length)};
+    });
+    return payload;
+  }
+
+  // A layer is base64 text (JSON form) or {id, bytes} (binary form); either way deflated codes.
+  function layerId(value) { return typeof value === "string" ? value : value.id; }
+
+  // A layer's codes arrive deflated (payload.py, zlib); the browser's own DecompressionStream inflates them
+  // (Chrome 80, Firefox 113, Safari 16.4 and later).
+  function inflate(value) {
     if (typeof DecompressionStream === "undefined") {
       return Promise.reject(new Error("this browser cannot unpack the weights (no DecompressionStream): " +
                                       "use Chrome 80, Firefox 113, Safari 16.4 or later"));
     }
-    const stream = new Blob([decodeBase64(text)]).stream().pipeThrough(new DecompressionStream("deflate"));
+    const packed = typeof value === "string" ? decodeBase64(value) : value.bytes;
+    const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(stream).arrayBuffer().then(function (buffer) { return new Uint8Array(buffer); });
   }
 
@@ -197,20 +220,21 @@
     // Inflate a received layer in the background; once it is ready, draw it if it is the one on screen.
     // Every layer is unpacked as soon as it arrives, so a later switch finds its codes ready.
     function unpack(layer) {
-      const text = state.encoded[layer];
-      if (!text || state.decoded[layer] || state.unpacking[layer] === text) return;
-      state.unpacking[layer] = text;
+      const value = state.encoded[layer], id = value && layerId(value);
+      if (!value || state.decoded[layer] || state.unpacking[layer] === id) return;
+      state.unpacking[layer] = id;
       delete state.failed[layer];
-      inflate(text).then(function (codes) {
-        if (state.encoded[layer] !== text) return;  // replaced by a newer payload meanwhile
+      const current = function () { return state.encoded[layer] && layerId(state.encoded[layer]) === id; };
+      inflate(value).then(function (codes) {
+        if (!current()) return;  // replaced by a newer payload meanwhile
         state.decoded[layer] = codes;
         return true;
       }, function (error) {
-        if (state.encoded[layer] !== text) return;
+        if (!current()) return;
         state.failed[layer] = String(error && error.message || error);
         return true;
       }).then(function (current) {
-        if (state.unpacking[layer] === text) delete state.unpacking[layer];
+        if (state.unpacking[layer] === id) delete state.unpacking[layer];
         if (current && state.p && state.layer === Number(layer) && state.view !== "grid") render();
       });
     }
@@ -647,6 +671,7 @@
     function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
 
     function update(next) {
+      next = readPayload(next);
       const fresh = !state.p || state.p.inputId !== next.inputId;
       if (fresh) {
         state.encoded = {};
@@ -659,7 +684,7 @@
       }
       let arrived = false;
       Object.keys(next.layers || {}).forEach(function (key) {
-        if (state.encoded[key] === next.layers[key]) return;
+        if (state.encoded[key] && layerId(state.encoded[key]) === layerId(next.layers[key])) return;
         delete state.decoded[key];
         state.encoded[key] = next.layers[key];
         arrived = true;
@@ -709,5 +734,5 @@
   }
 
   global.InsideBertAttention = {mount: mount, viewMatrix: viewMatrix, decodeBase64: decodeBase64, inflate: inflate,
-                                version: 2};
+                                readPayload: readPayload, version: 2};
 })(typeof globalThis !== "undefined" ? globalThis : window);
