@@ -4,6 +4,8 @@ sentences as a background job), and the four views of them (head roles, relation
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -30,6 +32,28 @@ KEY_RELATION, KEY_DIRECTION, KEY_LAYER, KEY_HEAD = "corpus.relation", "corpus.di
 KEY_BARS_DIRECTION = "corpus.bars_direction"
 MAX_RUN_SENTENCES = 2_000
 EXAMPLE_TEXTS = "The cat sat on the mat.\nShe gave her brother the old red bicycle.\nDogs bark at the mailman."
+
+
+# Each session's run folder (under the system's temp folder) holds its latest run only, and goes when the
+# server stops.
+_RUN_FOLDERS: list[str] = []
+
+
+def _remove_run_folders() -> None:
+    while _RUN_FOLDERS:
+        shutil.rmtree(_RUN_FOLDERS.pop(), ignore_errors=True)
+
+
+atexit.register(_remove_run_folders)
+
+
+def _run_folder() -> Path:
+    folder = st.session_state.get(KEY_RUN_DIR)
+    if not folder or not Path(folder).is_dir():
+        folder = tempfile.mkdtemp(prefix="vizcore-corpus-")
+        _RUN_FOLDERS.append(folder)
+        st.session_state[KEY_RUN_DIR] = folder
+    return Path(folder)
 
 
 def _number(raw: str) -> int:
@@ -129,12 +153,13 @@ def _start(texts: str, syntax: bool):
     sel = selection()
     loaded = get_model(sel.model, sel.device)
     worker = Worker(loaded, _parser() if syntax else None)
-    state = st.session_state
-    folder = Path(state.get(KEY_RUN_DIR) or tempfile.mkdtemp(prefix="vizcore-corpus-"))
-    state[KEY_RUN_DIR] = str(folder)
+    folder = _run_folder()
     source = folder / "input.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = folder / f"out-{abs(hash((texts, syntax, sel.model))) % 10**10}"
+    for earlier in folder.glob("out-*"):  # the same sentences again resume in theirs; others are done with
+        if earlier != out:
+            shutil.rmtree(earlier, ignore_errors=True)
     from vizcore.corpus.inputs import read_corpus
 
     read_corpus(source)  # the file's own problems (no sentences) now, as a message

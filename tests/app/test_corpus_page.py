@@ -6,6 +6,7 @@ Expected values are read from the demo's Parquet files with pandas here, not thr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
@@ -115,3 +116,22 @@ def test_your_sentences_run_as_a_background_job(new_app):
     assert (shown["Sentences"], shown["Blank lines skipped"]) == ("2", "1")
     found = table(at, "explorer")
     assert set(found["text"]) <= {"The dog chased the cat.", "A bird sang in the old tree."} and len(found) > 0
+
+
+def test_a_new_run_replaces_the_last_ones_files_and_the_server_removes_them_when_it_stops(new_app):
+    from ui.corpus import _remove_run_folders
+
+    at = new_app(PAGE, source="run").run()
+    at.checkbox(key="corpus.syntax").uncheck()
+    outputs = []
+    for texts in ("The dog chased the cat.\n", "A bird sang.\n"):
+        at.text_area(key="corpus.texts").input(texts).run()
+        at.button(key="corpus.run").click().run()
+        job = at.session_state["corpus.job"]
+        job.join(180)
+        assert job.status == "done", job.error
+        outputs.append(Path(job.settings.out))
+    folder = Path(at.session_state["corpus.run_dir"])
+    assert sorted(folder.glob("out-*")) == [outputs[1]] and not outputs[0].exists()
+    _remove_run_folders()  # what the server does at exit
+    assert not folder.exists()
