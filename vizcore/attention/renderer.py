@@ -66,7 +66,20 @@ export default {
     });
     const changed = function () { view.update(model.get("payload")); };
     model.on("change:payload", changed);
-    return function () { model.off("change:payload", changed); };
+    // Notebook 7 reads its shortcuts on the document in the capture phase, before the view sees the key:
+    // command mode's ArrowDown/ArrowRight moved the cell cursor and the view never switched (JupyterLab
+    // reads them after the view). Lumino skips shortcuts for a key inside [data-lm-suppress-shortcuts]:
+    // an arrow key in the view is marked so on the window, which the key reaches first. Other keys are
+    // left to the notebook.
+    const arrows = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"];
+    const mark = function (event) {
+      root.toggleAttribute("data-lm-suppress-shortcuts", arrows.includes(event.key) && root.contains(event.target));
+    };
+    window.addEventListener("keydown", mark, true);
+    return function () {
+      model.off("change:payload", changed);
+      window.removeEventListener("keydown", mark, true);
+    };
   },
 };
 """
