@@ -6,6 +6,8 @@ finds the ``st.App`` at the bottom and imports this file once as the module ``ap
 server accepts its first connection: the only moment at which the app can speak before a session.
 """
 
+import contextlib
+
 import streamlit as st
 
 
@@ -52,4 +54,12 @@ else:
     # covers it, so the app, which is navigation-only, says so here, before any session exists.
     # tests/e2e/test_direct_links_browser.py fails if this stops working.
     PagesManager.uses_pages_directory = False
-    app = st.App(__file__)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(_app):
+        yield None
+        from ui import scratch  # the sessions' temporary folders; atexit never runs under uvicorn's signals
+
+        scratch.remove_all()
+
+    app = st.App(__file__, lifespan=_lifespan)

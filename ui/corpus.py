@@ -4,15 +4,13 @@ sentences as a background job), and the four views of them (head roles, relation
 
 from __future__ import annotations
 
-import atexit
 import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from ui import jobs, url_state
+from ui import jobs, scratch, url_state
 from ui.feedback import CHART, or_stop
 from ui.state import get_model, selection
 from vizcore.corpus import figures
@@ -34,24 +32,11 @@ MAX_RUN_SENTENCES = 2_000
 EXAMPLE_TEXTS = "The cat sat on the mat.\nShe gave her brother the old red bicycle.\nDogs bark at the mailman."
 
 
-# Each session's run folder (under the system's temp folder) holds its latest run only, and goes when the
-# server stops.
-_RUN_FOLDERS: list[str] = []
-
-
-def _remove_run_folders() -> None:
-    while _RUN_FOLDERS:
-        shutil.rmtree(_RUN_FOLDERS.pop(), ignore_errors=True)
-
-
-atexit.register(_remove_run_folders)
-
-
 def _run_folder() -> Path:
+    """This session's folder for its runs (it keeps the latest; ui/scratch.py removes it with the server)."""
     folder = st.session_state.get(KEY_RUN_DIR)
     if not folder or not Path(folder).is_dir():
-        folder = tempfile.mkdtemp(prefix="vizcore-corpus-")
-        _RUN_FOLDERS.append(folder)
+        folder = str(scratch.new_folder("vizcore-corpus-"))
         st.session_state[KEY_RUN_DIR] = folder
     return Path(folder)
 

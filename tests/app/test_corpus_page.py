@@ -119,7 +119,7 @@ def test_your_sentences_run_as_a_background_job(new_app):
 
 
 def test_a_new_run_replaces_the_last_ones_files_and_the_server_removes_them_when_it_stops(new_app):
-    from ui.corpus import _remove_run_folders
+    from ui.scratch import remove_all
 
     at = new_app(PAGE, source="run").run()
     at.checkbox(key="corpus.syntax").uncheck()
@@ -133,5 +133,5 @@ def test_a_new_run_replaces_the_last_ones_files_and_the_server_removes_them_when
         outputs.append(Path(job.settings.out))
     folder = Path(at.session_state["corpus.run_dir"])
     assert sorted(folder.glob("out-*")) == [outputs[1]] and not outputs[0].exists()
-    _remove_run_folders()  # what the server does at exit
+    remove_all()  # what the server does when it stops
     assert not folder.exists()
