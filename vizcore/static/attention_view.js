@@ -487,7 +487,13 @@
       ctx.fillStyle = "#111";
       ctx.textBaseline = "middle";
       ctx.textAlign = "center";
-      for (let h = 0; h < H; h++) ctx.fillText("H" + (h + 1), left + h * pitch + thumb / 2, top / 2);
+      // Head labels at 18 px: "H12" when it fits the pitch, else the bare number, else every k-th number.
+      const named = probe.measureText("H" + H).width + 6 <= pitch;
+      const every = named ? 1 : Math.ceil((probe.measureText(String(H)).width + 6) / pitch);
+      for (let h = 0; h < H; h++) {
+        if ((h + 1) % every && h) continue;
+        ctx.fillText((named ? "H" : "") + (h + 1), left + h * pitch + thumb / 2, top / 2);
+      }
       ctx.textAlign = "right";
       for (let l = 0; l < L; l++) ctx.fillText("L" + (l + 1), left - 6, top + l * pitch + thumb / 2);
       ctx.strokeStyle = "#000";
