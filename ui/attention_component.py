@@ -5,8 +5,8 @@ grid click with ``setStateValue("selection", {layer, head, view})`` (0-based); t
 the page's session keys (1-based), and the page's run rewrites the URL.
 
 Bytes: the component's data is the renderer's payload in its binary form (``payload.binary_payload``:
-deflated codes with no base64, a third smaller than JSON). It opens on ``initial``; when the browser itself
-made the switch, the next run keeps the same ``initial`` (the view is already showing the new head), so
+deflated codes with no base64, a quarter fewer bytes than the JSON form). It opens on ``initial``; when
+the browser itself made the switch, the next run keeps the same ``initial`` (the view already shows it), so
 the data is unchanged and Streamlit sends a reference to the message the browser already has instead of
 the weights again. Above ``FULL_MAX_TOKENS`` tokens the payload carries the selected layer, so choosing
 another layer is one run that sends that layer.

@@ -154,9 +154,9 @@ def input_id(payload: dict) -> str:
 
 def binary_payload(payload: dict) -> bytes:
     """The payload as one message of bytes, for a host that carries them (the Streamlit component): no
-    base64, so a third fewer bytes than the JSON form. ``MAGIC``, the JSON header's length (uint32,
-    little-endian), the header, then each layer's deflated codes; the header's ``layers`` maps each layer
-    to ``{id, offset, length}`` in that tail (``id`` a digest the renderer uses to tell layers apart).
+    base64, so its layers take a quarter fewer bytes than in the JSON form. ``MAGIC``, the JSON header's
+    length (uint32, little-endian), the header, then each layer's deflated codes; the header's ``layers``
+    maps each layer to ``{id, offset, length}`` in that tail (``id``: a digest that tells layers apart).
     Layers may be given as base64 text (``encode_layer``) or bytes (``deflate_layer``)."""
     header, tail, offset = {key: value for key, value in payload.items() if key != "layers"}, [], 0
     header["layers"] = {}
