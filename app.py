@@ -57,9 +57,11 @@ else:
 
     @contextlib.asynccontextmanager
     async def _lifespan(_app):
-        yield None
-        from ui import scratch  # the sessions' temporary folders; atexit never runs under uvicorn's signals
+        try:
+            yield None
+        finally:
+            from ui import scratch  # the sessions' temporary folders; atexit never runs under uvicorn's signals
 
-        scratch.remove_all()
+            scratch.remove_all()
 
     app = st.App(__file__, lifespan=_lifespan)

@@ -139,20 +139,28 @@ def _start(texts: str, syntax: bool):
     loaded = get_model(sel.model, sel.device)
     worker = Worker(loaded, _parser() if syntax else None)
     folder = _run_folder()
-    source = folder / "input.txt"
-    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = folder / f"out-{abs(hash((texts, syntax, sel.model))) % 10**10}"
-    for earlier in folder.glob("out-*"):  # the same sentences again resume in theirs; others are done with
-        if earlier != out:
-            shutil.rmtree(earlier, ignore_errors=True)
+    source = folder / f"{out.name}.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     from vizcore.corpus.inputs import read_corpus
-
-    read_corpus(source)  # the file's own problems (no sentences) now, as a message
-    settings = Settings(input=str(source), out=str(out), model=sel.model, syntax=syntax, batch_size=16,
-                        shard_size=256)
     from vizcore.corpus.job import CorpusJob
 
-    return jobs.submit(KEY_JOB, CorpusJob(settings, worker))
+    try:
+        read_corpus(source)  # the file's own problems (no sentences) now, as a message
+    except VizError:
+        source.unlink(missing_ok=True)
+        raise
+    settings = Settings(input=str(source), out=str(out), model=sel.model, syntax=syntax, batch_size=16,
+                        shard_size=256)
+    job = jobs.submit(KEY_JOB, CorpusJob(settings, worker))
+    for earlier in folder.glob("out-*"):  # the same sentences again resume in theirs; others are done with
+        if earlier.name in (out.name, source.name):
+            continue
+        if earlier.is_dir():
+            shutil.rmtree(earlier, ignore_errors=True)
+        else:
+            earlier.unlink(missing_ok=True)
+    return job
 
 
 @st.cache_resource(show_spinner="Loading spaCy's parser (once per server)…")

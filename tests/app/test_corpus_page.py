@@ -132,6 +132,32 @@ def test_a_new_run_replaces_the_last_ones_files_and_the_server_removes_them_when
         assert job.status == "done", job.error
         outputs.append(Path(job.settings.out))
     folder = Path(at.session_state["corpus.run_dir"])
-    assert sorted(folder.glob("out-*")) == [outputs[1]] and not outputs[0].exists()
+    assert sorted(folder.glob("out-*")) == [outputs[1], outputs[1].with_suffix(".txt")]
+    at.text_area(key="corpus.texts").input("\n \n").run()
+    at.button(key="corpus.run").click().run()  # a run that cannot start leaves the last one's results
+    assert at.error and sorted(folder.glob("out-*")) == [outputs[1], outputs[1].with_suffix(".txt")]
+    at.run()
+    ok(at)
+    assert metrics(at)["Sentences"] == "1"
     remove_all()  # what the server does when it stops
     assert not folder.exists()
+
+
+def test_the_servers_lifespan_removes_the_sessions_folders():
+    """``streamlit run app.py`` serves app.py's st.App; uvicorn ends on SIGTERM without atexit, so its lifespan
+    removes the folders."""
+    import asyncio
+    import importlib
+
+    from ui import scratch
+
+    entry = importlib.import_module("app")  # as Streamlit imports it: the module that builds the st.App
+    assert entry.app._user_lifespan is entry._lifespan  # what uvicorn runs around the server
+
+    async def serve_and_stop() -> Path:
+        async with entry._lifespan(entry.app):
+            folder = scratch.new_folder("vizcore-corpus-")
+            (folder / "input.txt").write_text("x")
+        return folder
+
+    assert not asyncio.run(serve_and_stop()).exists()

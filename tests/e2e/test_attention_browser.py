@@ -35,7 +35,7 @@ def test_link_opens_layer_and_head_and_a_head_switch_updates_view_and_url(app_ur
     assert "head=4" in page.url and "layer=2" in page.url
     assert page.get_by_role("slider").count() == 0  # one set of controls: the view's own
     page.get_by_role("button", name="next layer").click()  # its stepper, also in the browser
-    assert drawn(page) == ("heatmap", "3", "4")
+    page.wait_for_selector(f"{VIEW}[data-layer='3'][data-head='4']", timeout=10_000)
     page.wait_for_function("location.search.includes('layer=3')", timeout=60_000)
     wait_until_idle(page)
     assert drawn(page) == ("heatmap", "3", "4") and "head=4" in page.url

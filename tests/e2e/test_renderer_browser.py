@@ -133,8 +133,10 @@ BINARY_MOUNT = """async (bytes) => {
     const el = document.createElement("div");
     el.id = "binary-view";
     document.body.appendChild(el);
-    InsideBertAttention.mount(el, new Uint8Array(bytes));
-    const p = InsideBertAttention.readPayload(new Uint8Array(bytes));
+    const message = new Uint8Array(bytes.length + 7);  // Streamlit hands over a view into a larger message
+    message.set(bytes, 7);
+    InsideBertAttention.mount(el, message.subarray(7));
+    const p = InsideBertAttention.readPayload(message.subarray(7));
     const codes = await InsideBertAttention.inflate(p.layers["1"]);
     return Array.from(InsideBertAttention.viewMatrix(p, codes, 2, p.options).values);
 }"""
@@ -153,3 +155,45 @@ def test_the_binary_form_the_app_sends_draws_the_same_weights(opened):
     page.wait_for_selector("#binary-view[data-head='3'][data-layer='2']")
     assert page.locator("#binary-view img").count() == 0  # the header's tokens (EVIL among them) stay text
     assert page.errors == [] and page.dialogs == []
+
+
+FRESH_INPUT = """async ([first, second]) => {
+    const el = document.createElement("div");
+    el.id = "fresh-view";
+    document.body.appendChild(el);
+    const view = InsideBertAttention.mount(el, first);
+    while (!el.dataset.head) await new Promise(done => setTimeout(done, 5));
+    view.update(second);  // another sentence: its layers unpack in the background
+    return {layer: el.dataset.layer || null, canvases: el.querySelectorAll(".ib-stage canvas").length};
+}"""
+
+
+def test_a_new_input_clears_the_last_drawing_until_its_own_is_drawn(opened):
+    first, second = synthetic_run(layers=2, heads=3, words=6), synthetic_run(layers=2, heads=3, words=9)
+    page = opened(first)
+    payloads = [attention_payload(run, layer=1, head=2) for run in (first, second)]
+    assert page.evaluate(FRESH_INPUT, payloads) == {"layer": None, "canvases": 0}  # nothing stale meanwhile
+    page.wait_for_selector("#fresh-view[data-layer='2'][data-head='3']")
+    assert f"{len(second.tokens)} tokens" in page.locator("#fresh-view .ib-title").inner_text()
+
+
+NO_INFLATE = """(payload) => {
+    const inflate = window.DecompressionStream;
+    delete window.DecompressionStream;  // a browser older than Chrome 80, Firefox 113, Safari 16.4
+    const el = document.createElement("div");
+    el.id = "old-browser";
+    document.body.appendChild(el);
+    InsideBertAttention.mount(el, payload);
+    return new Promise(done => setTimeout(() => { window.DecompressionStream = inflate; done(); }, 200));
+}"""
+
+
+def test_a_browser_that_cannot_inflate_says_so_and_draws_nothing(opened):
+    run = synthetic_run(layers=2, heads=3)
+    page = opened(run)
+    page.evaluate(NO_INFLATE, attention_payload(run, layer=1, head=2))
+    page.wait_for_function("document.querySelector('#old-browser .ib-status').textContent.includes('cannot')")
+    status = page.locator("#old-browser .ib-status").inner_text()
+    assert "Layer 2 cannot be shown" in status and "DecompressionStream" in status
+    assert page.locator("#old-browser").get_attribute("data-head") is None
+    assert page.errors == []

@@ -53,10 +53,12 @@
       throw new Error("not an attention view payload");
     }
     const length = (bytes[4] | bytes[5] << 8 | bytes[6] << 16 | bytes[7] << 24) >>> 0;
-    const payload = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + length)));
     const start = 8 + length;
+    if (start > bytes.length) throw new Error("attention view payload cut short");
+    const payload = JSON.parse(new TextDecoder().decode(bytes.subarray(8, start)));
     Object.keys(payload.layers).forEach(function (key) {
       const at = payload.layers[key];
+      if (start + at.offset + at.length > bytes.length) throw new Error("attention view payload cut short");
       payload.layers[key] = {id: at.id, bytes: bytes.slice(start + at.offset, start + at.offset + at.length)};
     });
     return payload;
@@ -225,11 +227,14 @@
       state.unpacking[layer] = id;
       delete state.failed[layer];
       const current = function () { return state.encoded[layer] && layerId(state.encoded[layer]) === id; };
+      const size = state.p.numHeads * state.p.n * state.p.n;
       inflate(value).then(function (codes) {
         if (!current()) return;  // replaced by a newer payload meanwhile
+        if (codes.length !== size) throw new Error("layer " + (Number(layer) + 1) + " holds " + codes.length +
+                                                   " weights, not " + size);
         state.decoded[layer] = codes;
         return true;
-      }, function (error) {
+      }).catch(function (error) {
         if (!current()) return;
         state.failed[layer] = String(error && error.message || error);
         return true;
@@ -491,7 +496,7 @@
       const named = probe.measureText("H" + H).width + 6 <= pitch;
       const every = named ? 1 : Math.ceil((probe.measureText(String(H)).width + 6) / pitch);
       for (let h = 0; h < H; h++) {
-        if ((h + 1) % every && h) continue;
+        if (h % every) continue;
         ctx.fillText((named ? "H" : "") + (h + 1), left + h * pitch + thumb / 2, top / 2);
       }
       ctx.textAlign = "right";
@@ -684,6 +689,10 @@
         state.decoded = {};
         state.unpacking = {};
         state.failed = {};
+        // Nothing of the last input stays on screen, nor in data-layer/data-head, while the new one unpacks.
+        while (stage.firstChild) stage.removeChild(stage.firstChild);
+        state.drawn = null;
+        ["data-view", "data-layer", "data-head"].forEach(function (name) { el.removeAttribute(name); });
         state.grid = null;
         state.focus = null;
         state.pinned = false;
@@ -695,12 +704,12 @@
         state.encoded[key] = next.layers[key];
         arrived = true;
       });
-      // The layer to open first, then the others.
-      const first = String(next.initial ? next.initial.layer : 0);
-      if (state.encoded[first]) unpack(first);
-      Object.keys(state.encoded).forEach(unpack);
+      // The layer on screen (or to open) first, then the others.
+      const first = String(fresh ? next.initial.layer : state.layer);
       const rebuild = fresh || !same(state.p.controls, next.controls);
       state.p = next;
+      if (state.encoded[first]) unpack(first);
+      Object.keys(state.encoded).forEach(unpack);
       if (rebuild) buildControls();
       const optionsChanged = fresh || !same(state.givenOptions, next.options);
       if (optionsChanged) {
