@@ -164,16 +164,17 @@ FRESH_INPUT = """async ([first, second]) => {
     const view = InsideBertAttention.mount(el, first);
     while (!el.dataset.head) await new Promise(done => setTimeout(done, 5));
     view.update(second);  // another sentence: its layers unpack in the background
-    return {layer: el.dataset.layer || null, canvases: el.querySelectorAll(".ib-stage canvas").length};
+    return {layer: el.dataset.layer || null, stale: el.querySelectorAll(".ib-stage.ib-stale canvas").length};
 }"""
 
 
-def test_a_new_input_clears_the_last_drawing_until_its_own_is_drawn(opened):
+def test_a_new_input_dims_the_last_drawing_until_its_own_is_drawn(opened):
     first, second = synthetic_run(layers=2, heads=3, words=6), synthetic_run(layers=2, heads=3, words=9)
     page = opened(first)
     payloads = [attention_payload(run, layer=1, head=2) for run in (first, second)]
-    assert page.evaluate(FRESH_INPUT, payloads) == {"layer": None, "canvases": 0}  # nothing stale meanwhile
+    assert page.evaluate(FRESH_INPUT, payloads) == {"layer": None, "stale": 1}  # dimmed, and not claimed
     page.wait_for_selector("#fresh-view[data-layer='2'][data-head='3']")
+    assert page.locator("#fresh-view .ib-stale").count() == 0
     assert f"{len(second.tokens)} tokens" in page.locator("#fresh-view .ib-title").inner_text()
 
 

@@ -177,7 +177,7 @@
     ".ib-bar input{width:18px;height:18px}",
     ".ib-title{font-weight:bold;margin:4px 0}",
     ".ib-status{margin:4px 0;color:#333;min-height:1.3em}",
-    ".ib-stage{position:relative;overflow:auto;max-height:1400px}",
+    ".ib-stage{position:relative;overflow:auto;max-height:1400px}.ib-stage.ib-stale{opacity:.3;pointer-events:none}",
     ".ib-tip{position:absolute;pointer-events:none;background:#111;color:#fff;padding:6px 10px;",
     "border-radius:4px;white-space:pre;z-index:10;display:none;font-size:" + FONT + "px}",
     ".ib-lines{position:relative}",
@@ -672,6 +672,7 @@
       }
       while (stage.firstChild) stage.removeChild(stage.firstChild);
       stage.appendChild(drawn);
+      stage.classList.remove("ib-stale");
       state.drawn = drawn;
       state.width = stage.clientWidth;
       el.setAttribute("data-view", state.view);
@@ -689,9 +690,9 @@
         state.decoded = {};
         state.unpacking = {};
         state.failed = {};
-        // Nothing of the last input stays on screen, nor in data-layer/data-head, while the new one unpacks.
-        while (stage.firstChild) stage.removeChild(stage.firstChild);
-        state.drawn = null;
+        // While the new input unpacks, the last drawing stays in place (no jump in the page) but dimmed and
+        // inert, and data-layer/data-head no longer claim it.
+        stage.classList.add("ib-stale");
         ["data-view", "data-layer", "data-head"].forEach(function (name) { el.removeAttribute(name); });
         state.grid = null;
         state.focus = null;
