@@ -238,9 +238,9 @@
         if (!current()) return;
         state.failed[layer] = String(error && error.message || error);
         return true;
-      }).then(function (current) {
+      }).then(function (settled) {
         if (state.unpacking[layer] === id) delete state.unpacking[layer];
-        if (current && state.p && state.layer === Number(layer) && state.view !== "grid") render();
+        if (settled && state.p && state.layer === Number(layer) && state.view !== "grid") render();
       });
     }
 
@@ -645,8 +645,7 @@
           if (state.failed[state.layer]) {
             status.textContent = "Layer " + (state.layer + 1) + " cannot be shown: " + state.failed[state.layer] + ".";
           } else if (state.encoded[state.layer]) {
-            status.textContent = "Unpacking layer " + (state.layer + 1) + "\u2026";
-            unpack(state.layer);
+            status.textContent = "Unpacking layer " + (state.layer + 1) + "\u2026";  // update() started it
           } else if (p.canFetch === false) {
             status.textContent = "Layer " + (state.layer + 1) + " is not in this file: above " + p.fullMaxTokens +
               " tokens only layer " + Object.keys(p.layers).map(function (l) { return Number(l) + 1; }).join(", ") +
