@@ -23,6 +23,9 @@ import pyarrow as pa
 from vizcore.errors import VizError
 
 ROOT = Path(__file__).resolve().parents[2]
+# Each actor holds one CPU and runs torch on one thread. The thread count decides how torch's CPU matrix
+# products split their sums, so a local run on one thread gives these actors' numbers bit for bit.
+ACTOR_THREADS = 1
 
 
 class _Actor:
@@ -104,7 +107,8 @@ def _stream(ray, settings, pending: list, write, report, stop) -> float | None:
     dataset = ray.data.from_arrow([shard.table() for shard in pending])
     records = dataset.map_batches(
         _Actor, fn_constructor_kwargs={"model": settings.model, "device": settings.device,
-                                       "syntax": settings.syntax, "threads": 1, "batch_size": settings.batch_size},
+                                       "syntax": settings.syntax, "threads": ACTOR_THREADS,
+                                       "batch_size": settings.batch_size},
         batch_size=None, batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=settings.workers),
         num_cpus=1, num_gpus=1 if settings.device == "cuda" else 0)
