@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def build_wheel(tmp_path: Path) -> Path:
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+    for name in ("pyproject.toml", "README.md", "requirements.txt", "LICENSE", "NOTICE"):
         shutil.copy(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for package in ("vizcore", "tools"):
@@ -34,6 +34,10 @@ def test_the_wheel_holds_the_renderer_and_a_fresh_venv_gets_vizcore_and_its_comm
         assert path in names, path
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "vizcore = vizcore.cli:main" in entry_points
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    for licence in ("LICENSE", "NOTICE"):  # the licence and the list of shipped models and data travel with the wheel
+        assert any(n.endswith(f".dist-info/licenses/{licence}") for n in names), licence
 
     venv = tmp_path / "fresh"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
