@@ -1,0 +1,109 @@
+"""The test suite as CI runs it: a clean clone of the committed HEAD, then ``bash .ci/run``, timed per phase.
+
+    python -m bench.suite            # one run
+    python -m bench.suite --runs 3   # three in a row (the "never flaky" check), each timed
+
+Each phase starts where ``make`` echoes its command: the install (venv, requirements, ``vizcore
+prepare``, test tools, Chromium), ruff, then each pytest tier. A run's clone is removed afterwards.
+The install reuses pip's download cache (``~/.cache/pip``) as a second CI run on the same machine
+would; a machine that has never downloaded the wheels spends longer there. Writes the section
+"suite" of docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.report import markdown_table, write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+PHASES = [("ruff", re.compile(r"-m ruff check")),
+          *[(tier, re.compile(rf"-m pytest .*tests/{tier}\b")) for tier in ("unit", "integration", "app", "e2e")]]
+SUMMARY = re.compile(r"^=*\s*(\d+) passed(?:, (\d+) \w+)*.* in ([\d.]+)s")
+BUDGET_S = 12 * 60
+
+
+def run_once(number: int, log_dir: Path) -> dict:
+    """Clone HEAD, run ``bash .ci/run`` in the clone, return the phases' wall times and the tiers' counts."""
+    clone = Path(tempfile.mkdtemp(prefix="suite-clone-"))
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    starts, counts, load_start = {"install": time.monotonic()}, {}, os.getloadavg()[0]
+    log = log_dir / f"suite-run-{number}.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(["bash", ".ci/run"], cwd=clone, env={**env, "CI": "true"}, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        phase = "install"
+        for line in process.stdout:
+            out.write(line)
+            for name, pattern in PHASES:
+                if pattern.search(line) and name not in starts:
+                    starts[name], phase = time.monotonic(), name
+            if (match := SUMMARY.search(line.strip())) and phase != "install":
+                counts[phase] = int(match.group(1))
+        rc = process.wait()
+    end = time.monotonic()
+    shutil.rmtree(clone, ignore_errors=True)
+    names = list(starts)
+    times = {name: (starts[names[i + 1]] if i + 1 < len(names) else end) - starts[name] for i, name in enumerate(names)}
+    return {"commit": commit, "rc": rc, "times": times, "total": end - starts["install"], "counts": counts,
+            "load": (load_start, os.getloadavg()[0]), "log": log}
+
+
+def minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+
+
+def report(runs: list[dict]) -> str:
+    header = ["run", "commit", "exit", "install", "ruff", "unit", "integration", "app", "e2e", "tests (no install)",
+              "total", "load at start / end"]
+    rows = []
+    for number, result in enumerate(runs, 1):
+        times = result["times"]
+        tiers = sum(times.get(name, 0.0) for name, _ in PHASES)
+        cells = [minutes(times.get("install"))]
+        cells += [minutes(times.get(name)) + (f" ({result['counts'][name]})" if name in result["counts"] else "")
+                  for name, _ in PHASES]
+        rows.append([number, result["commit"], result["rc"], *cells, minutes(tiers), minutes(result["total"]),
+                     "{:.1f} / {:.1f}".format(*result["load"])])
+    within = sum(r["rc"] == 0 and r["total"] <= BUDGET_S for r in runs)
+    return (
+        "## Test suite: a clean clone's `bash .ci/run` (bench/suite.py)\n\n"
+        f"{len(runs)} run(s) in a row, each a fresh `git clone` of the commit named, then `bash .ci/run` (= `make "
+        f"test`), on {os.cpu_count()} cores. Phases by wall clock, m:ss (tests passed); the install creates the venv "
+        "from pip's download cache, runs `vizcore prepare` and checks Chromium. "
+        f"{within} of {len(runs)} passed within the {BUDGET_S // 60}-minute budget.\n\n"
+        + markdown_table(header, rows))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1, help="clean-clone runs in a row (default 1)")
+    parser.add_argument("--no-write", action="store_true", help="print the table, leave docs/BENCHMARKS.md alone")
+    args = parser.parse_args()
+    log_dir = ROOT / "artifacts"
+    log_dir.mkdir(exist_ok=True)
+    runs = []
+    for number in range(1, args.runs + 1):
+        runs.append(run_once(number, log_dir))
+        print(f"run {number}: exit {runs[-1]['rc']}, {minutes(runs[-1]['total'])} (log {runs[-1]['log']})",
+              file=sys.stderr)
+    body = report(runs)
+    print(body)
+    if not args.no_write:
+        write_section("suite", body)
+    return max(r["rc"] for r in runs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
