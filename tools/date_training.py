@@ -16,16 +16,16 @@ then writes the float32 weights, ``date-translator.json`` (every number) and ``d
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from tools.command import add_config_flags, config_from, number, run_command, tool_parser
 from vizcore.seq2seq.alignment import best_head
 from vizcore.seq2seq.dates import HELDOUT_SIZE, RESERVED_ONE_IN, heldout_pairs, parse_date
 from vizcore.seq2seq.decoding import greedy_ids, texts
@@ -185,27 +185,14 @@ def _training_lines(card: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.date_training", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("train", "export"):
-        sub.add_parser(name).add_argument("--work-dir", type=Path, default=Path(".date-work"))
-    train = sub.choices["train"]
-    train.add_argument("--threads", type=int, default=1)
-    for group in (DateTrainConfig, DateModelConfig):
-        for field in fields(group):
-            if field.name != "model":
-                train.add_argument("--" + field.name.replace("_", "-"), type=type(field.default),
-                                   default=field.default)
+    parser, commands = tool_parser("tools.date_training", __doc__, ".date-work", ("train", "export"))
+    commands["train"].add_argument("--threads", type=number(int, 1), default=1)
+    add_config_flags(commands["train"], DateTrainConfig, skip=("model",))
+    add_config_flags(commands["train"], DateModelConfig)
     args = parser.parse_args(argv)
-    if args.command == "train":
-        model = DateModelConfig(**{f.name: getattr(args, f.name) for f in fields(DateModelConfig)})
-        config = DateTrainConfig(model=model, **{f.name: getattr(args, f.name) for f in fields(DateTrainConfig)
-                                                 if f.name != "model"})
-        result = train_command(args.work_dir, config, args.threads)
-    else:
-        result = export_command(args.work_dir)
-    print(json.dumps(result, indent=2))
-    return 0
+    config = config_from(args, DateTrainConfig, model=config_from(args, DateModelConfig))
+    return run_command({"train": lambda: train_command(args.work_dir, config, args.threads),
+                        "export": lambda: export_command(args.work_dir)}[args.command])
 
 
 if __name__ == "__main__":

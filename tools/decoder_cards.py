@@ -12,13 +12,14 @@ nothing is typed in by hand. Curves are plain SVG, as in the masked-LM's card.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from tools.mlm_card import corpus_section, curve_rows, probes_section
+from tools.cards import Line, curve_rows, curve_svg, file_size, probes_section, settings_table, write_card_files
+from tools.command import run_command
+from tools.mlm_card import corpus_section
 from vizcore.errors import VizError
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "vizcore" / "weights"
@@ -26,53 +27,10 @@ CAUSAL_GOAL, CAUSAL_FLOOR = 0.50, 0.40  # held-out next-token top-5: the issue's
 NSP_GOAL = 0.95
 
 
-def load(path: Path, tool: str) -> dict:
-    if not path.is_file():
-        raise VizError(f"'{path}' is missing: run python -m {tool} export first.")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise VizError(f"'{path}' is not valid JSON ({error}); re-run the export.") from error
-
-
-def line_svg(curve: list[dict], series: list[tuple[str, str, str]], goal: tuple[float, str],
-             low: float = 0.0, width: int = 640, height: int = 320) -> str:
-    """Values in [low, 1] against training steps, one polyline per (key, colour, label), a dashed goal line."""
-    left, right, top, bottom = 60, 30, 40, 56
-    steps = [row["step"] for row in curve] or [0]
-    span = max(1, max(steps) - min(steps))
-
-    def x(step: float) -> float:
-        return left + (step - min(steps)) / span * (width - left - right)
-
-    def y(value: float) -> float:
-        return top + (1 - (value - low) / (1 - low)) * (height - top - bottom)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-             f'font-size="16"><rect width="100%" height="100%" fill="white"/>']
-    for i in range(6):
-        tick = low + (1 - low) * i / 5
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#ddd"/>'
-                     f'<text x="{left - 8}" y="{y(tick) + 5:.1f}" text-anchor="end">{tick:.0%}</text>')
-    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(goal[0]):.1f}" y2="{y(goal[0]):.1f}" '
-                 f'stroke="#d55e00" stroke-dasharray="6 4"/>')
-    legend = left
-    for key, colour, label in series:
-        points = " ".join(f"{x(r['step']):.1f},{y(r[key]):.1f}" for r in curve if key in r)
-        parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"/>')
-        parts.append(f'<text x="{legend}" y="24" fill="{colour}">— {label}</text>')
-        legend += 16 + 9 * len(label)
-    parts.append(f'<text x="{legend}" y="24" fill="#d55e00">- - {goal[1]}</text>')
-    for i in range(5):
-        step = min(steps) + span * i / 4
-        parts.append(f'<text x="{x(step):.1f}" y="{height - bottom + 22}" text-anchor="middle">{step:,.0f}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle">training step'
-                 "</text></svg>")
-    return "\n".join(parts)
-
-
-def settings_table(config: dict) -> list[str]:
-    return ["| setting | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in config.items()]]
+def line_svg(curve: list[dict], series: list[tuple[str, str, str]], goal: tuple[float, str], low: float = 0.0) -> str:
+    """One line per (key, colour, label) of ``series`` against training steps."""
+    lines = [Line([(r["step"], r[key]) for r in curve if key in r], colour) for key, colour, _ in series]
+    return curve_svg(lines, [(label, colour) for _, colour, label in series], goal, low)
 
 
 def causal_verdict(top5: float, curve: list[dict]) -> str:
@@ -104,7 +62,7 @@ def log_token_trend(curve: list[dict]) -> tuple[float, float, int] | None:
     return float(slope), tokens, int(round(tokens / (curve[-1]["tokens"] / curve[-1]["step"]), -2))
 
 
-def causal_card(metrics: dict, size: int) -> str:
+def causal_card(metrics: dict, size: int | None) -> str:
     shipped, best, curve = metrics["shipped"], metrics["best"], metrics["curve"]
     config = best.get("config", {})
     lines = [
@@ -129,7 +87,7 @@ def causal_card(metrics: dict, size: int) -> str:
         "## What was trained", "",
         "Every encoder layer, the position and segment embeddings, and the head's transform and bias; the word "
         "embeddings (tied to the output layer) stay frozen, so the shipped file is only what changed: "
-        f"`minilm-causal.safetensors`, fp16, {size / 1e6:.1f} MB, applied to the embedded encoder on load. "
+        f"`minilm-causal.safetensors`, fp16, {file_size(size)}, applied to the embedded encoder on load. "
         "Targets: every token of 64-token windows of the masked-LM's corpus after the first ([CLS]); "
         "the window's artificial closing [SEP] is not a target.", "",
         *settings_table(config), "",
@@ -163,7 +121,7 @@ def causal_card(metrics: dict, size: int) -> str:
 _LABELS = ("IsNext", "NotNext")  # the card lists the label rows first, then the sources
 
 
-def nsp_card(metrics: dict, size: int) -> str:
+def nsp_card(metrics: dict, size: int | None) -> str:
     shipped, best, curve, pairs = metrics["shipped"], metrics["best"], metrics["curve"], metrics["pairs"]
     config = best.get("config", {})
     recent = [r["heldout_accuracy"] for r in curve[-4:]]
@@ -200,7 +158,7 @@ def nsp_card(metrics: dict, size: int) -> str:
         f"The top {config.get('train_layers', '?')} encoder layers, the pooler and the NSP classifier, on NSP's "
         f"loss plus {config.get('mlm_weight', '?')} x BERT's masked-LM loss on the same pairs (15 %, 80/10/10), so "
         "the masked-LM head still reads the changed layers; embeddings, lower layers and the MLM head are the "
-        f"masked-LM's. Shipped: only those tensors, fp16, `minilm-nsp.safetensors` ({size / 1e6:.1f} MB), "
+        f"masked-LM's. Shipped: only those tensors, fp16, `minilm-nsp.safetensors` ({file_size(size)}), "
         "applied on top of the masked-LM's on load.", "",
         *settings_table(config), "",
         "Reproduce: `python -m tools.mlm_training build-corpus --work-dir .mlm-work`, then "
@@ -226,26 +184,30 @@ def nsp_card(metrics: dict, size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def causal_curve(curve: list[dict]) -> str:
+    return line_svg(curve, [("heldout_top5", "#0072b2", "top-5"), ("heldout_top1", "#009e73", "top-1")],
+                    (CAUSAL_GOAL, f"goal {CAUSAL_GOAL:.0%} top-5"))
+
+
+def nsp_curve(curve: list[dict]) -> str:
+    return line_svg(curve, [("heldout_accuracy", "#0072b2", "held-out accuracy")],
+                    (NSP_GOAL, f"goal {NSP_GOAL:.0%}"), low=0.4)
+
+
+CARDS = {  # name: (the metrics file, the tool that exports it, card and curve files, their writers)
+    "causal": ("minilm-causal.json", "tools.clm_training", ("MODEL_CARD_CAUSAL.md", "causal-learning-curve.svg"),
+               causal_card, causal_curve),
+    "nsp": ("minilm-nsp.json", "tools.nsp_training", ("MODEL_CARD_NSP.md", "nsp-learning-curve.svg"),
+            nsp_card, nsp_curve),
+}
+
+
 def write_cards(out_dir: Path = WEIGHTS_DIR) -> dict:
     written = {}
-    causal_json = out_dir / "minilm-causal.json"
-    if causal_json.is_file():
-        metrics = load(causal_json, "tools.clm_training")
-        size = (out_dir / "minilm-causal.safetensors").stat().st_size
-        (out_dir / "MODEL_CARD_CAUSAL.md").write_text(causal_card(metrics, size), encoding="utf-8")
-        (out_dir / "causal-learning-curve.svg").write_text(line_svg(
-            metrics["curve"], [("heldout_top5", "#0072b2", "top-5"), ("heldout_top1", "#009e73", "top-1")],
-            (CAUSAL_GOAL, f"goal {CAUSAL_GOAL:.0%} top-5")), encoding="utf-8")
-        written["causal"] = str(out_dir / "MODEL_CARD_CAUSAL.md")
-    nsp_json = out_dir / "minilm-nsp.json"
-    if nsp_json.is_file():
-        metrics = load(nsp_json, "tools.nsp_training")
-        size = (out_dir / "minilm-nsp.safetensors").stat().st_size
-        (out_dir / "MODEL_CARD_NSP.md").write_text(nsp_card(metrics, size), encoding="utf-8")
-        (out_dir / "nsp-learning-curve.svg").write_text(line_svg(
-            metrics["curve"], [("heldout_accuracy", "#0072b2", "held-out accuracy")],
-            (NSP_GOAL, f"goal {NSP_GOAL:.0%}"), low=0.4), encoding="utf-8")
-        written["nsp"] = str(out_dir / "MODEL_CARD_NSP.md")
+    for name, (metrics, tool, names, card, curve) in CARDS.items():
+        if (out_dir / metrics).is_file():
+            write_card_files(out_dir / metrics, f"run python -m {tool} export first", out_dir, names, card, curve)
+            written[name] = str(out_dir / names[0])
     if not written:
         raise VizError(f"No metrics in {out_dir}: run the exports first.")
     return written
@@ -255,12 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.decoder_cards", description=__doc__.split("\n")[0])
     parser.add_argument("--out-dir", type=Path, default=WEIGHTS_DIR)
     args = parser.parse_args(argv)
-    try:
-        print(json.dumps(write_cards(args.out_dir), indent=2))
-    except VizError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command(lambda: write_cards(args.out_dir))
 
 
 if __name__ == "__main__":

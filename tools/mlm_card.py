@@ -12,10 +12,11 @@ needs no plotting package and reads on any Git host.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from tools.cards import Line, curve_rows, curve_svg, file_size, probes_section, settings_table, write_card_files
+from tools.command import run_command
 from vizcore.errors import VizError
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "vizcore" / "weights"
@@ -35,19 +36,8 @@ SOURCES = {  # corpus source -> (what, where it installs from, licence)
 # which (the file lists its sources in turn) were WordNet glosses only.
 EARLY_SET = "the first 512 held-out windows (WordNet glosses only)"
 SET_STYLES = ("2 4", "")  # earlier sets dotted, the last one solid
-MAX_CURVE_ROWS = 40
-
-
-def load_metrics(path: Path) -> dict:
-    if not path.is_file():
-        raise VizError(f"'{path}' is missing: run python -m tools.mlm_training export --work-dir .mlm-work first.")
-    try:
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise VizError(f"'{path}' is not valid JSON ({error}); re-run the export.") from error
-    if "best" not in metrics or "heldout_top5" not in metrics["best"]:
-        raise VizError(f"'{path}' has no best checkpoint metrics; re-run the export.")
-    return metrics
+SERIES = (("heldout_top5", "#0072b2", "top-5"), ("heldout_top1", "#009e73", "top-1"))
+HINT = "run python -m tools.mlm_training export --work-dir .mlm-work first"
 
 
 def _pct(value: float) -> str:
@@ -107,13 +97,6 @@ def corpus_section(corpus: dict) -> list[str]:
     return lines
 
 
-def curve_rows(curve: list[dict]) -> list[dict]:
-    if len(curve) <= MAX_CURVE_ROWS:
-        return curve
-    step = -(-len(curve) // MAX_CURVE_ROWS)
-    return curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
-
-
 def curve_section(curve: list[dict]) -> list[str]:
     sets = heldout_sets(curve)
     lines = [f"Held-out set {_label(i)}: {name}." for i, name in enumerate(sets)]
@@ -132,61 +115,24 @@ def curve_section(curve: list[dict]) -> list[str]:
     return lines
 
 
-def probes_section(probes: list[dict]) -> list[str]:
-    lines = ["| | sentence | top 5 |", "|---|---|---|"]
-    for probe in probes:
-        words = ", ".join(probe["top5"]).replace("|", "\\|")
-        lines.append(f"| {'✓' if probe['hit'] else '✗'} | {probe['text']} | {words} |")
-    return lines
-
-
-def learning_curve_svg(curve: list[dict], width: int = 640, height: int = 320) -> str:
-    """Held-out top-1 and top-5 against steps, as a self-contained SVG (16 px text, a legend, the goal line)."""
-    left, right, top, bottom = 60, 30, 40, 56
-    steps = [row["step"] for row in curve] or [0]
-    span = max(1, max(steps) - min(steps))
-
-    def x(step: float) -> float:
-        return left + (step - min(steps)) / span * (width - left - right)
-
-    def y(value: float) -> float:
-        return top + (1 - value) * (height - top - bottom)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-             f'font-size="16"><rect width="100%" height="100%" fill="white"/>']
-    for tick in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0):
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#ddd"/>'
-                     f'<text x="{left - 8}" y="{y(tick) + 5:.1f}" text-anchor="end">{tick:.0%}</text>')
-    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(TARGET_TOP5):.1f}" y2="{y(TARGET_TOP5):.1f}" '
-                 f'stroke="#d55e00" stroke-dasharray="6 4"/>')
+def learning_curve_svg(curve: list[dict]) -> str:
+    """Held-out top-1 and top-5 against steps; curves measured on earlier held-out sets dotted."""
     sets = heldout_sets(curve)
+    lines = []
     for number, name in enumerate(sets):
         rows = [r for r in curve if set_name(r) == name]
         dash = SET_STYLES[1] if number == len(sets) - 1 else SET_STYLES[0]
-        for key, colour in (("heldout_top5", "#0072b2"), ("heldout_top1", "#009e73")):
-            points = " ".join(f"{x(r['step']):.1f},{y(r[key]):.1f}" for r in rows)
-            parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"'
-                         + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
-            if len(rows) == 1:  # a one-point line is invisible
-                parts.append(f'<circle cx="{x(rows[0]["step"]):.1f}" cy="{y(rows[0][key]):.1f}" r="4" '
-                             f'fill="{colour}"/>')
-    if len(sets) > 1:
-        parts.append(f'<text x="{width - right}" y="{height - bottom - 8}" text-anchor="end" font-size="14">'
-                     f'dotted: earlier held-out set{"s" if len(sets) > 2 else ""} (not comparable)</text>')
-    for i in range(5):
-        step = min(steps) + span * i / 4
-        parts.append(f'<text x="{x(step):.1f}" y="{height - bottom + 22}" text-anchor="middle">{step:,.0f}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle">training step</text>'
-                 f'<text x="{left}" y="24" fill="#0072b2">— top-5</text>'
-                 f'<text x="{left + 100}" y="24" fill="#009e73">— top-1</text>'
-                 f'<text x="{left + 200}" y="24" fill="#d55e00">- - goal {TARGET_TOP5:.0%} top-5</text></svg>')
-    return "\n".join(parts)
+        lines += [Line([(r["step"], r[key]) for r in rows], colour, dash) for key, colour, _ in SERIES]
+    note = f'dotted: earlier held-out set{"s" if len(sets) > 2 else ""} (not comparable)' if len(sets) > 1 else ""
+    return curve_svg(lines, [(label, colour) for _, colour, label in SERIES],
+                     (TARGET_TOP5, f"goal {TARGET_TOP5:.0%} top-5"), note=note)
 
 
 def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
+    if "heldout_top5" not in metrics.get("best", {}):
+        raise VizError(f"the metrics have no best checkpoint: {HINT}.")
     best, curve = metrics["best"], metrics.get("curve", [])
     config = best.get("config", {})
-    size = f"{weights_bytes / 1e6:.1f} MB" if weights_bytes else "see the file"
     lines = [
         "# Model card: MiniLM, MLM-tuned here (`minilm-mlm-tuned`)", "",
         "A masked-language model that works offline: the embedded `all-MiniLM-L6-v2` encoder (6 layers x 12 "
@@ -204,9 +150,8 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
         "## What was trained", "",
         "Every encoder layer, the position and segment embeddings, a new MLM head, and only the [MASK] row of the "
         "word embeddings (tied to the output layer; the rest stays frozen). Shipped: only those tensors, fp16, "
-        f"in `minilm-mlm.safetensors` ({size}).", "",
-        "| setting | value |", "|---|---|",
-        *[f"| {key} | {value} |" for key, value in config.items()], "",
+        f"in `minilm-mlm.safetensors` ({file_size(weights_bytes)}).", "",
+        *settings_table(config), "",
         "Reproduce: `python -m tools.mlm_training build-corpus --work-dir .mlm-work`, then `train --work-dir "
         ".mlm-work` with the settings above, then `export --work-dir .mlm-work` and `python -m tools.mlm_card`.", "",
         "## Training text (all offline-installable)", "",
@@ -228,13 +173,10 @@ def model_card(metrics: dict, weights_bytes: int | None = None) -> str:
 
 
 def write_card(metrics_path: Path = WEIGHTS_DIR / "minilm-mlm.json", out_dir: Path | None = None) -> dict:
-    metrics = load_metrics(metrics_path)
     out_dir = out_dir or metrics_path.parent
-    weights = metrics_path.with_suffix(".safetensors")
-    card = model_card(metrics, weights.stat().st_size if weights.is_file() else None)
-    (out_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")
-    (out_dir / "learning-curve.svg").write_text(learning_curve_svg(metrics.get("curve", [])), encoding="utf-8")
-    return {"card": str(out_dir / "MODEL_CARD.md"), "curve": str(out_dir / "learning-curve.svg"),
+    names = ("MODEL_CARD.md", "learning-curve.svg")
+    metrics = write_card_files(metrics_path, HINT, out_dir, names, model_card, learning_curve_svg)
+    return {"card": str(out_dir / names[0]), "curve": str(out_dir / names[1]),
             "heldout_top5": metrics["best"]["heldout_top5"]}
 
 
@@ -243,12 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics", type=Path, default=WEIGHTS_DIR / "minilm-mlm.json")
     parser.add_argument("--out-dir", type=Path, default=None, help="default: beside the metrics file")
     args = parser.parse_args(argv)
-    try:
-        print(json.dumps(write_card(args.metrics, args.out_dir)))
-    except VizError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command(lambda: write_card(args.metrics, args.out_dir))
 
 
 if __name__ == "__main__":

@@ -22,12 +22,9 @@ what changed. BERT's 15 % masking with 80/10/10; vocabulary logits only at selec
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import os
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +32,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tools.command import config_from, number, run_command, tool_parser
+from tools.training_loop import LoopConfig, Recipe, export_best, train
 from vizcore.errors import VizError
 from vizcore.mlm.masking import IGNORE, mask_tokens, ordinary_token_ids
 from vizcore.mlm.probes import PROBES, probe_hit
@@ -45,20 +44,14 @@ WEIGHTS_FILE = "minilm-mlm.safetensors"
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(LoopConfig):
     steps: int = 6000
-    batch_size: int = 32
-    seq_len: int = 64
-    lr: float = 2e-4
     warmup: int = 100
-    decay_fraction: float = 0.25  # lr decays linearly to 10 % over the last quarter of the steps
-    weight_decay: float = 0.01
     eval_every: int = 250
+    seq_len: int = 64
+    decay_fraction: float = 0.25  # lr decays linearly to 10 % over the last quarter of the steps
     eval_sequences: int = 0  # 0: the whole held-out set; else this many windows spread evenly over it
-    seed: int = 0
     bf16: bool = False  # bfloat16 autocast: ~3x faster on CPUs with native bf16, 20x slower without (AVX2 only)
-    threads: int = 0
-    init_from: str = ""  # shipped weights to continue from (their .json gives the steps already done)
 
 
 def _base_model_dir() -> Path:
@@ -104,6 +97,7 @@ def tokenize_windows(text_path: Path, tokenizer, seq_len: int) -> np.ndarray:
 def build_corpus_command(work: Path, seq_len: int) -> dict:
     from tools.corpus import build_corpus, fetch_sotu, find_gensim_wheel
 
+    work.mkdir(parents=True, exist_ok=True)
     wheel = find_gensim_wheel([str(work), "."])
     counts = build_corpus(work, wheel, str(fetch_sotu(work)))
     tokenizer = load_tokenizer()
@@ -114,6 +108,25 @@ def build_corpus_command(work: Path, seq_len: int) -> dict:
                "heldout_windows": int(np.load(work / f"heldout-{seq_len}.npy", mmap_mode="r").shape[0])}
     (work / "corpus.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def corpus_windows(corpus: Path, split: str, seq_len: int) -> Path:
+    """The token windows ``build-corpus`` wrote for ``split`` ("train" | "heldout"), checked to exist."""
+    path = corpus / f"{split}-{seq_len}.npy"
+    if not path.is_file():
+        raise VizError(f"'{path}' is missing: run python -m tools.mlm_training build-corpus --work-dir {corpus} first.")
+    return path
+
+
+def read_corpus_summary(corpus: Path) -> dict:
+    """What ``build-corpus`` counted (sources, words, windows), or {} for a corpus built without it."""
+    path = corpus / "corpus.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def special_positions(ids: torch.Tensor, tokenizer) -> torch.Tensor:
+    """Where a window has [CLS] or [SEP] (never masked). (B, T) bool"""
+    return (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)
 
 
 # ---- what is trained ---------------------------------------------------------------------------
@@ -148,22 +161,7 @@ def apply_weights_file(model, weights: Path, mask_id: int) -> None:
 
     apply_changed_state(model, load_file(str(weights)), mask_id)
 
-# ---- the loop ----------------------------------------------------------------------------------
-
-def optimizer_step(model, optimizer, loss: torch.Tensor) -> None:
-    """One update, as every training tool here makes it: gradients of ``loss``, clipped to norm 1 over
-    the trained parameters, then the optimizer's step."""
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
-    optimizer.step()
-
-
-def save_resume(work: Path, state: dict) -> None:
-    """``resume.pt`` written whole or not at all (a sitting may be stopped at any moment)."""
-    torch.save(state, work / "resume.tmp")
-    os.replace(work / "resume.tmp", work / "resume.pt")
-
+# ---- the recipe --------------------------------------------------------------------------------
 
 def masked_loss(model, inputs: torch.Tensor, labels: torch.Tensor, bf16: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy at selected positions only; returns (loss, logits (M, vocab))."""
@@ -192,14 +190,13 @@ def evaluate(model, windows: np.ndarray, tokenizer, replacement: torch.Tensor, c
     The held-out file lists its sources one after another, so a sample is spread over all of it
     (the first 512 windows alone were WordNet glosses only).
     """
-    model.eval()
     generator = torch.Generator().manual_seed(1234)
     hits1 = hits5 = total = mask_hits5 = mask_total = 0
     losses = []
     rows = evaluation_rows(len(windows), config.eval_sequences)
     for start in range(0, len(rows), 64):
         ids = torch.from_numpy(np.asarray(windows[rows[start:start + 64]], dtype=np.int64))
-        special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)
+        special = special_positions(ids, tokenizer)
         inputs, labels, kinds = mask_tokens(ids, special, tokenizer.mask_token_id, replacement, generator)
         loss, logits = masked_loss(model, inputs, labels, config.bf16)
         target = labels[labels != IGNORE]
@@ -213,7 +210,6 @@ def evaluate(model, windows: np.ndarray, tokenizer, replacement: torch.Tensor, c
         mask_total += int(was_mask.sum())
         losses.append(float(loss))
     probes = probe_results(model, tokenizer)
-    model.train()
     return {"heldout_top1": hits1 / total, "heldout_top5": hits5 / total,
             "heldout_mask_top5": mask_hits5 / max(1, mask_total), "heldout_positions": total,
             "heldout_loss": float(np.mean(losses)), "heldout_set": heldout_set(windows, rows),
@@ -246,150 +242,89 @@ def probe_results(model, tokenizer) -> list[dict]:
     return rows
 
 
+class MaskedLM(Recipe):
+    """BERT's masked-word task on the corpus windows; the model is the embedded encoder with a new MLM head."""
+
+    score = "heldout_top5"
+    progress_every = 50
+    # A fresh head is random (its numbers would say nothing), and one evaluation of the whole held-out set
+    # takes minutes: a run from scratch is first measured at --eval-every.
+    evaluate_fresh_start = False
+
+    def __init__(self, config: TrainConfig, corpus: Path, model=None, tokenizer=None) -> None:
+        super().__init__(config)
+        self.tokenizer = tokenizer or load_tokenizer()
+        self.windows = np.load(corpus_windows(corpus, "train", config.seq_len), mmap_mode="r")
+        self.heldout = np.load(corpus_windows(corpus, "heldout", config.seq_len))
+        self.replacement = ordinary_token_ids(self.tokenizer)
+        self.model = model or new_mlm_model()
+        self.mask_id = self.tokenizer.mask_token_id
+        with torch.no_grad():  # start [MASK] from the mean real-token vector, not its untrained one
+            words = self.model.bert.embeddings.word_embeddings.weight
+            words[self.mask_id] = words[1000:].mean(0)
+        groups = trainable_setup(self.model, self.mask_id, config.weight_decay)
+        self.optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-6)
+
+    def train_size(self) -> int:
+        return len(self.windows)
+
+    def loss(self, rows: np.ndarray, generator: torch.Generator) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        ids = torch.from_numpy(np.asarray(self.windows[np.sort(rows)], dtype=np.int64))
+        special = special_positions(ids, self.tokenizer)
+        inputs, labels, _ = mask_tokens(ids, special, self.mask_id, self.replacement, generator)
+        loss, _ = masked_loss(self.model, inputs, labels, self.config.bf16)
+        return loss, {"loss": loss.detach()}
+
+    def learning_rate(self, step: int, start: int) -> float:
+        return learning_rate(step, self.config, start)
+
+    def evaluate(self) -> dict:
+        return evaluate(self.model, self.heldout, self.tokenizer, self.replacement, self.config)
+
+    def seen(self, step: int) -> dict[str, int]:
+        return {"tokens": step * self.config.batch_size * self.config.seq_len}
+
+    def changed_state(self) -> dict[str, torch.Tensor]:
+        return changed_state(self.model, self.mask_id)
+
+    def load_weights(self, weights: Path) -> None:
+        apply_weights_file(self.model, weights, self.mask_id)
+
+    def heldout_set(self) -> str:
+        return heldout_set(self.heldout, evaluation_rows(len(self.heldout), self.config.eval_sequences))
+
+
 def train_command(work: Path, config: TrainConfig) -> dict:
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    tokenizer = load_tokenizer()
-    train = np.load(work / f"train-{config.seq_len}.npy", mmap_mode="r")
-    heldout = np.load(work / f"heldout-{config.seq_len}.npy")
-    replacement = ordinary_token_ids(tokenizer)
-    model = new_mlm_model()
-    mask_id = tokenizer.mask_token_id
-    groups = trainable_setup(model, mask_id, config.weight_decay)
-    optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-6)
-    resuming = (work / "resume.pt").exists()
-    measured = heldout_set(heldout, evaluation_rows(len(heldout), config.eval_sequences))
-    step, best, order, generator, start = _resume_or_start(work, model, optimizer, config, len(train), mask_id,
-                                                           measured)
-    model.train()
-    log = open(work / "log.jsonl", "a", encoding="utf-8")
-    if config.init_from and not resuming:
-        # The shipped figure may come from another held-out set: measure the start on this one,
-        # and let a checkpoint replace it only if it does better here.
-        best = _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, replacement,
-                                  step, -1.0, generator, log, start)
-    started, tokens_per_step = time.time(), config.batch_size * config.seq_len
-    while step < config.steps:
-        rows = order[(step * config.batch_size) % len(order):][: config.batch_size]
-        ids = torch.from_numpy(np.asarray(train[np.sort(rows)], dtype=np.int64))
-        special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)
-        inputs, labels, _ = mask_tokens(ids, special, mask_id, replacement, generator)
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config, start)
-        loss, _ = masked_loss(model, inputs, labels, config.bf16)
-        optimizer_step(model, optimizer, loss)
-        step += 1
-        if step % 50 == 0:
-            rate = 50 * tokens_per_step / (time.time() - started)
-            print(f"step {step} loss {loss.item():.3f} lr {learning_rate(step, config, start):.2e} "
-                  f"{rate:.0f} tokens/s", file=sys.stderr, flush=True)
-            started = time.time()
-        if step % config.eval_every == 0 or step == config.steps:
-            best = _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, replacement,
-                                      step, best, generator, log, start)
-    return json.loads((work / "best.json").read_text())
+    return train(config, work, lambda config: MaskedLM(config, work))
 
 
-def _resume_or_start(work: Path, model, optimizer, config: TrainConfig, rows: int, mask_id: int,
-                     measured: str = ""):
-    """(step, best, order, generator, start): from resume.pt, from shipped weights, or from scratch.
-
-    ``measured`` names the held-out set this run evaluates on; a resume.pt whose best was measured
-    on another set is refused, since its best would be compared with numbers it cannot be compared with.
-    """
-    generator = torch.Generator().manual_seed(config.seed)
-    order = np.random.default_rng(config.seed).permutation(rows)
-    resume = work / "resume.pt"
-    if resume.exists():
-        saved = torch.load(resume, weights_only=False)
-        if measured and saved.get("heldout_set") != measured:
-            raise VizError(
-                f"{resume} was evaluated on another held-out set "
-                f"({saved.get('heldout_set') or 'the first 512 windows, before 2026-11-23'}; "
-                f"this run evaluates {measured}). Export its best checkpoint, then continue in a new work "
-                f"directory with --init-from, which measures the start on this run's set.")
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        generator.set_state(saved["generator"])
-        print(f"resumed at step {saved['step']}", file=sys.stderr)
-        return saved["step"], saved["best"], order, generator, saved.get("start", 0)
-    if config.init_from:
-        start, best = _warm_start(work, model, Path(config.init_from), mask_id)
-        generator.manual_seed(config.seed + start)  # fresh masks for the data that follows
-        return start, best, order, generator, start
-    with torch.no_grad():  # start [MASK] from the mean real-token vector, not its untrained one
-        words = model.bert.embeddings.word_embeddings.weight
-        words[mask_id] = words[1000:].mean(0)
-    return 0, -1.0, order, generator, 0
-
-
-def _warm_start(work: Path, model, weights: Path, mask_id: int) -> tuple[int, float]:
-    """Load shipped weights and copy their learning curve into this run's log.
-
-    Returns their step count and held-out top-5, which a checkpoint must beat to become the new best.
-    """
-    apply_weights_file(model, weights, mask_id)
-    metrics = json.loads(weights.with_suffix(".json").read_text())
-    log = work / "log.jsonl"
-    if not log.exists() or not log.read_text().strip():
-        log.write_text("".join(json.dumps(record) + "\n" for record in metrics["curve"]))
-    print(f"continuing from {weights} at step {metrics['best']['step']}", file=sys.stderr)
-    return int(metrics["best"]["step"]), float(metrics["best"]["heldout_top5"])
-
-
-def _evaluate_and_save(work, model, optimizer, config, heldout, tokenizer, replacement, step, best,
-                       generator, log, start) -> float:
-    from safetensors.torch import save_file
-
-    started = time.time()
-    metrics = evaluate(model, heldout, tokenizer, replacement, config)
-    record = {"step": step, "tokens": step * config.batch_size * config.seq_len,
-              "lr": learning_rate(step, config, start), "eval_seconds": round(time.time() - started, 1),
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S"), **{k: v for k, v in metrics.items() if k != "probes"}}
-    log.write(json.dumps(record) + "\n")
-    log.flush()
-    print(json.dumps(record), file=sys.stderr, flush=True)
-    if metrics["heldout_top5"] > best:
-        best = metrics["heldout_top5"]
-        state = {k: v.contiguous() for k, v in changed_state(model, tokenizer.mask_token_id).items()}
-        save_file(state, str(work / "best.safetensors"))
-        (work / "best.json").write_text(json.dumps({**record, "probes": metrics["probes"],
-                                                    "config": config.__dict__}, indent=2))
-    save_resume(work, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                       "best": best, "generator": generator.get_state(), "start": start,
-                       "heldout_set": metrics["heldout_set"]})
-    return best
-
+# ---- export and evaluation ---------------------------------------------------------------------
 
 def export_command(work: Path, out_dir: Path = WEIGHTS_DIR) -> dict:
     """Best checkpoint -> fp16 safetensors of the changed tensors + its metrics, for the repo."""
-    from safetensors.torch import load_file, save_file
+    metrics = export_best(work, out_dir / WEIGHTS_FILE, lambda target: {
+        "best": shipped_probes(target), "corpus": read_corpus_summary(work)})
+    target = out_dir / WEIGHTS_FILE
+    return {"file": str(target), "bytes": target.stat().st_size,
+            "heldout_top5": metrics["best"]["heldout_top5"], "probes_right": metrics["best"]["probes_right"]}
 
-    state = load_file(str(work / "best.safetensors"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.half().contiguous() for k, v in state.items()}, str(out_dir / WEIGHTS_FILE))
-    best = json.loads((work / "best.json").read_text())
-    best.update(shipped_probes(out_dir / WEIGHTS_FILE))
-    corpus = json.loads((work / "corpus.json").read_text()) if (work / "corpus.json").exists() else {}
-    curve = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines() if line.strip()]
-    metrics = {"best": best, "corpus": corpus, "curve": curve}
-    (out_dir / "minilm-mlm.json").write_text(json.dumps(metrics, indent=1))
-    return {"file": str(out_dir / WEIGHTS_FILE), "bytes": (out_dir / WEIGHTS_FILE).stat().st_size,
-            "heldout_top5": best["heldout_top5"], "probes_right": best["probes_right"]}
+
+def weights_and_heldout(corpus: Path, weights: Path, build) -> tuple[object, object, np.ndarray]:
+    """(model, tokenizer, held-out windows): ``build()``'s model with the weights file applied, to measure it."""
+    if not weights.is_file():
+        raise VizError(f"'{weights}' is missing.")
+    heldout = np.load(corpus_windows(corpus, "heldout", TrainConfig.seq_len))
+    tokenizer = load_tokenizer()
+    model = build()
+    apply_weights_file(model, weights, tokenizer.mask_token_id)
+    return model, tokenizer, heldout
 
 
 def evaluate_command(work: Path, weights: Path, eval_sequences: int = 0) -> dict:
     """Held-out metrics of a weights file on the work directory's held-out set (as training measures)."""
-    if not weights.is_file():
-        raise VizError(f"'{weights}' is missing.")
-    heldout = work / f"heldout-{TrainConfig.seq_len}.npy"
-    if not heldout.is_file():
-        raise VizError(f"'{heldout}' is missing: run build-corpus --work-dir {work} first.")
-    tokenizer = load_tokenizer()
-    model = new_mlm_model(attn="eager")
-    apply_weights_file(model, weights, tokenizer.mask_token_id)
-    metrics = evaluate(model, np.load(heldout), tokenizer, ordinary_token_ids(tokenizer),
-                       TrainConfig(eval_sequences=eval_sequences))
+    model, tokenizer, heldout = weights_and_heldout(work, weights, lambda: new_mlm_model(attn="eager"))
+    config = TrainConfig(eval_sequences=eval_sequences)
+    metrics = evaluate(model, heldout, tokenizer, ordinary_token_ids(tokenizer), config)
     return {"weights": str(weights), **{k: v for k, v in metrics.items() if k != "probes"}}
 
 
@@ -403,39 +338,18 @@ def shipped_probes(weights: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.mlm_training", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("build-corpus", "train", "export", "evaluate"):
-        command = sub.add_parser(name)
-        command.add_argument("--work-dir", type=Path, default=Path(".mlm-work"))
-    sub.choices["build-corpus"].add_argument("--seq-len", type=int, default=TrainConfig.seq_len)
-    sub.choices["evaluate"].add_argument("--weights", type=Path, default=WEIGHTS_DIR / WEIGHTS_FILE)
-    sub.choices["evaluate"].add_argument("--eval-sequences", type=int, default=0)
-    train = sub.choices["train"]
-    for field, value in TrainConfig().__dict__.items():
-        flag = "--" + field.replace("_", "-")
-        if isinstance(value, bool):
-            train.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=value)
-        else:
-            train.add_argument(flag, type=type(value), default=value)
+    parser, commands = tool_parser("tools.mlm_training", __doc__, ".mlm-work",
+                                   ("build-corpus", "train", "export", "evaluate"), TrainConfig)
+    commands["build-corpus"].add_argument("--seq-len", type=number(int, 3), default=TrainConfig.seq_len)
+    commands["evaluate"].add_argument("--weights", type=Path, default=WEIGHTS_DIR / WEIGHTS_FILE)
+    commands["evaluate"].add_argument("--eval-sequences", type=number(int), default=0)
     args = parser.parse_args(argv)
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        if args.command == "build-corpus":
-            result = build_corpus_command(args.work_dir, args.seq_len)
-        elif args.command == "train":
-            fields = TrainConfig().__dict__.keys()
-            result = train_command(args.work_dir, TrainConfig(**{k: getattr(args, k) for k in fields}))
-            result.pop("probes", None)
-        elif args.command == "evaluate":
-            result = evaluate_command(args.work_dir, args.weights, args.eval_sequences)
-        else:
-            result = export_command(args.work_dir)
-    except VizError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=2))
-    return 0
+    return run_command({
+        "build-corpus": lambda: build_corpus_command(args.work_dir, args.seq_len),
+        "train": lambda: train_command(args.work_dir, config_from(args, TrainConfig)),
+        "evaluate": lambda: evaluate_command(args.work_dir, args.weights, args.eval_sequences),
+        "export": lambda: export_command(args.work_dir),
+    }[args.command])
 
 
 if __name__ == "__main__":

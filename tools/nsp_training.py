@@ -16,19 +16,18 @@ The model is transformers' ``BertForPreTraining`` (both heads): the masked-LM's 
 plus the pooler and the NSP classifier. Trained: the top ``--train-layers`` encoder layers, the pooler
 and the NSP classifier, on NSP's loss plus BERT's masked-LM loss (15 %, 80/10/10) on the same pairs,
 so the masked-LM head still reads the changed layers; embeddings, lower layers and the MLM head stay
-the masked-LM's. The shipped file holds only those tensors (fp16). Resumable like the other tools:
-``train`` continues from ``<work-dir>/resume.pt``.
+the masked-LM's. The shipped file holds only those tensors (fp16). Resumable like the other tools (the
+one loop, ``tools/training_loop.py``): ``train`` continues from ``<work-dir>/resume.pt``, or from the
+shipped head with ``--init-from vizcore/weights/minilm-nsp.safetensors --steps <new total>``.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
 import re
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +35,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tools.mlm_training import load_tokenizer, optimizer_step, save_resume
+from tools.command import config_from, number, read_json, run_command, tool_parser
+from tools.mlm_training import load_tokenizer
+from tools.training_loop import LoopConfig, Recipe, export_best, train
 from vizcore.errors import VizError
 from vizcore.mlm.masking import IGNORE, mask_tokens, ordinary_token_ids
 
@@ -49,19 +50,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(LoopConfig):
     steps: int = 800
-    batch_size: int = 32
     lr: float = 2e-4  # the encoder layers'
     head_lr: float = 1e-3  # the pooler and the NSP classifier (new or barely trained: they move further)
-    warmup: int = 50
-    weight_decay: float = 0.01
     train_layers: int = 3
     mlm_weight: float = 0.5
-    eval_every: int = 100
     eval_pairs: int = 600  # held-out pairs per evaluation during training (export measures all)
-    seed: int = 0
-    threads: int = 0
 
 
 # ---- pairs -------------------------------------------------------------------------------------
@@ -113,6 +108,7 @@ def make_pairs(documents: dict[str, list[list[str]]], count: int, seed: int) -> 
 
 
 def pairs_command(work: Path, corpus: Path, train_pairs: int = 60000) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
     documents = source_documents(corpus)
     summary = {}
     for split, count, seed in (("train", train_pairs, 0), ("heldout", HELDOUT_PAIRS, 1)):
@@ -193,7 +189,6 @@ def evaluate(model, tokenizer, pairs: list[dict]) -> dict:
     """Held-out NSP accuracy (overall, per source, per label), and the tutorials' examples."""
     from vizcore.mlm.nsp import EXAMPLES
 
-    model.eval()
     right: dict[str, list[int]] = {}
     for start in range(0, len(pairs), 64):
         batch = pairs[start:start + 64]
@@ -209,7 +204,6 @@ def evaluate(model, tokenizer, pairs: list[dict]) -> dict:
         enc = tokenizer(a, b, return_tensors="pt")
         probability = float(model.cls.seq_relationship(model.bert(**enc).pooler_output).softmax(-1)[0, 0])
         examples.append({"a": a, "b": b, "expected": expected, "is_next": probability})
-    model.train()
     return {"heldout_accuracy": float(np.mean(right["all"])), "heldout_pairs": len(right["all"]),
             "by_part": {k: {"accuracy": float(np.mean(v)), "pairs": len(v)} for k, v in right.items() if k != "all"},
             "examples": examples}
@@ -221,14 +215,8 @@ def learning_rate(step: int, config: TrainConfig) -> float:
     return config.lr * max(0.1, 1 - (step - config.warmup) / max(1, config.steps - config.warmup))
 
 
-def train_command(work: Path, config: TrainConfig) -> dict:
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    tokenizer = load_tokenizer()
-    train, heldout = read_pairs(work / "train-pairs.jsonl"), read_pairs(work / "heldout-pairs.jsonl")
-    heldout = heldout[: config.eval_pairs]
-    replacement = ordinary_token_ids(tokenizer)
-    model = new_pretraining_model()
+def parameter_groups(model, config: TrainConfig) -> list[dict]:
+    """The trained parameters (the rest frozen) by head or not and decaying or not; ``head`` sets the rate."""
     prefixes = trained_prefixes(model, config.train_layers)
     groups: dict[tuple[bool, bool], list] = {}
     for name, parameter in model.named_parameters():
@@ -238,57 +226,54 @@ def train_command(work: Path, config: TrainConfig) -> dict:
         head = name.startswith(("bert.pooler.", "cls.seq_relationship."))
         decays = not (name.endswith("bias") or "LayerNorm" in name)
         groups.setdefault((head, decays), []).append(parameter)
-    optimizer = torch.optim.AdamW([{"params": params, "head": head, "weight_decay": config.weight_decay * decays}
-                                   for (head, decays), params in groups.items()], lr=config.lr)
-    generator = torch.Generator().manual_seed(config.seed)
-    step, best = 0, -1.0
-    log = open(work / "log.jsonl", "a", encoding="utf-8")
-    if (work / "resume.pt").exists():
-        saved = torch.load(work / "resume.pt", weights_only=False)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        generator.set_state(saved["generator"])
-        step, best = saved["step"], saved["best"]
-        print(f"resumed at step {step}", file=sys.stderr, flush=True)
-    else:
-        best = _evaluate_and_save(work, model, optimizer, config, tokenizer, heldout, 0, best, generator, log)
-    model.train()
-    started = time.time()
-    while step < config.steps:
-        batch = train[(step * config.batch_size) % len(train):][: config.batch_size]
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config) * (config.head_lr / config.lr if group["head"] else 1)
-        nsp, mlm, _ = losses(model, tokenizer, batch, generator, replacement)
-        loss = nsp + config.mlm_weight * mlm
-        optimizer_step(model, optimizer, loss)
-        step += 1
-        if step % 10 == 0:
-            print(f"step {step} nsp {nsp.item():.3f} mlm {mlm.item():.3f} "
-                  f"{(time.time() - started) / 10:.2f} s/step", file=sys.stderr, flush=True)
-            started = time.time()
-        if step % config.eval_every == 0 or step == config.steps:
-            best = _evaluate_and_save(work, model, optimizer, config, tokenizer, heldout, step, best, generator, log)
-    return json.loads((work / "best.json").read_text())
+    return [{"params": params, "head": head, "weight_decay": config.weight_decay * decays}
+            for (head, decays), params in groups.items()]
 
 
-def _evaluate_and_save(work, model, optimizer, config, tokenizer, heldout, step, best, generator, log) -> float:
-    from safetensors.torch import save_file
+class NextSentence(Recipe):
+    """NSP plus BERT's masked-LM loss on sentence pairs; the model is the masked-LM with both heads."""
 
-    started = time.time()
-    metrics = evaluate(model, tokenizer, heldout)
-    record = {"step": step, "pairs_seen": step * config.batch_size, "lr": learning_rate(step, config),
-              "eval_seconds": round(time.time() - started, 1), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-              "heldout_accuracy": metrics["heldout_accuracy"], "heldout_pairs": metrics["heldout_pairs"]}
-    log.write(json.dumps(record) + "\n")
-    log.flush()
-    print(json.dumps(record), file=sys.stderr, flush=True)
-    if metrics["heldout_accuracy"] > best:
-        best = metrics["heldout_accuracy"]
-        save_file(changed_state(model, config.train_layers), str(work / "best.safetensors"))
-        (work / "best.json").write_text(json.dumps({**record, **metrics, "config": config.__dict__}, indent=2))
-    save_resume(work, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "best": best,
-                "generator": generator.get_state()})
-    return best
+    score = "heldout_accuracy"
+    unlogged = ("by_part", "examples")
+    shuffle = False  # the pairs were shuffled when they were made
+
+    def __init__(self, config: TrainConfig, work: Path, model=None, tokenizer=None) -> None:
+        super().__init__(config)
+        self.pairs = read_pairs(work / "train-pairs.jsonl")
+        self.heldout = read_pairs(work / "heldout-pairs.jsonl")[: config.eval_pairs]
+        self.tokenizer = tokenizer or load_tokenizer()
+        self.replacement = ordinary_token_ids(self.tokenizer)
+        self.model = model or new_pretraining_model()
+        self.optimizer = torch.optim.AdamW(parameter_groups(self.model, config), lr=config.lr)
+
+    def train_size(self) -> int:
+        return len(self.pairs)
+
+    def loss(self, rows: np.ndarray, generator: torch.Generator) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        nsp, mlm, _ = losses(self.model, self.tokenizer, [self.pairs[i] for i in rows], generator, self.replacement)
+        return nsp + self.config.mlm_weight * mlm, {"nsp": nsp.detach(), "mlm": mlm.detach()}
+
+    def lr_scale(self, group: dict) -> float:
+        return self.config.head_lr / self.config.lr if group["head"] else 1.0
+
+    def learning_rate(self, step: int, start: int) -> float:
+        return learning_rate(step, self.config)
+
+    def evaluate(self) -> dict:
+        return evaluate(self.model, self.tokenizer, self.heldout)
+
+    def seen(self, step: int) -> dict[str, int]:
+        return {"pairs_seen": step * self.config.batch_size}
+
+    def changed_state(self) -> dict[str, torch.Tensor]:
+        return changed_state(self.model, self.config.train_layers)
+
+    def load_weights(self, weights: Path) -> None:
+        apply_weights_file(self.model, weights)
+
+
+def train_command(work: Path, config: TrainConfig) -> dict:
+    return train(config, work, lambda config: NextSentence(config, work))
 
 
 def apply_weights_file(model, weights: Path) -> None:
@@ -304,48 +289,29 @@ def apply_weights_file(model, weights: Path) -> None:
 
 def export_command(work: Path, out_dir: Path = WEIGHTS_DIR) -> dict:
     """Best checkpoint -> fp16 file; measured as shipped on every held-out pair, with the curve."""
-    from safetensors.torch import load_file, save_file
+    def measure(target: Path) -> dict:
+        model = new_pretraining_model(attn="eager")
+        apply_weights_file(model, target)
+        return {"shipped": evaluate(model, load_tokenizer(), read_pairs(work / "heldout-pairs.jsonl")),
+                "pairs": read_json(work / "pairs.json", "run python -m tools.nsp_training pairs first")}
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    shipped = export_best(work, out_dir / WEIGHTS_FILE, measure)["shipped"]
     target = out_dir / WEIGHTS_FILE
-    save_file({k: v.half().contiguous() for k, v in load_file(str(work / "best.safetensors")).items()}, str(target))
-    model = new_pretraining_model(attn="eager")
-    apply_weights_file(model, target)
-    shipped = evaluate(model, load_tokenizer(), read_pairs(work / "heldout-pairs.jsonl"))
-    curve = [json.loads(line) for line in (work / "log.jsonl").read_text().splitlines() if line.strip()]
-    metrics = {"best": json.loads((work / "best.json").read_text()), "shipped": shipped,
-               "pairs": json.loads((work / "pairs.json").read_text()), "curve": curve}
-    target.with_suffix(".json").write_text(json.dumps(metrics, indent=1))
     return {"file": str(target), "bytes": target.stat().st_size, "heldout_accuracy": shipped["heldout_accuracy"],
             "examples": shipped["examples"]}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.nsp_training", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("pairs", "train", "export"):
-        command = sub.add_parser(name)
-        command.add_argument("--work-dir", type=Path, default=Path(".nsp-work"))
-    sub.choices["pairs"].add_argument("--corpus-dir", type=Path, default=Path(".mlm-work"))
-    sub.choices["pairs"].add_argument("--train-pairs", type=int, default=60000)
-    train = sub.choices["train"]
-    for field, value in TrainConfig().__dict__.items():
-        train.add_argument("--" + field.replace("_", "-"), type=type(value), default=value)
+    parser, commands = tool_parser("tools.nsp_training", __doc__, ".nsp-work", ("pairs", "train", "export"),
+                                   TrainConfig)
+    commands["pairs"].add_argument("--corpus-dir", type=Path, default=Path(".mlm-work"))
+    commands["pairs"].add_argument("--train-pairs", type=number(int, 2), default=60000)
     args = parser.parse_args(argv)
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        if args.command == "pairs":
-            result = pairs_command(args.work_dir, args.corpus_dir, args.train_pairs)
-        elif args.command == "train":
-            fields = TrainConfig().__dict__.keys()
-            result = train_command(args.work_dir, TrainConfig(**{k: getattr(args, k) for k in fields}))
-        else:
-            result = export_command(args.work_dir)
-    except VizError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=2))
-    return 0
+    return run_command({
+        "pairs": lambda: pairs_command(args.work_dir, args.corpus_dir, args.train_pairs),
+        "train": lambda: train_command(args.work_dir, config_from(args, TrainConfig)),
+        "export": lambda: export_command(args.work_dir),
+    }[args.command])
 
 
 if __name__ == "__main__":

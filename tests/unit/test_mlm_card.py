@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tools.mlm_card import MAX_CURVE_ROWS, main, verdict, write_card
+from tools.cards import MAX_CURVE_ROWS
+from tools.mlm_card import main, verdict, write_card
 
 
 def metrics(top5: float = 0.612, evaluations: int = 60) -> dict:

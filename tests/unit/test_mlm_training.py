@@ -51,4 +51,4 @@ def test_the_command_line_reports_a_missing_file_in_one_line_and_exits_2(tmp_pat
     assert mlm_training.main([*evaluate, str(tmp_path / "w.safetensors")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("error: '") and "is missing." in err[0]
-    assert "run build-corpus --work-dir" in err[1] and len(err) == 2
+    assert "run python -m tools.mlm_training build-corpus --work-dir" in err[1] and len(err) == 2
