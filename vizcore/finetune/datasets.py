@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -59,10 +60,16 @@ class LabelledTexts:
                              second=second)
 
 
+Examples = TypeVar("Examples")
+
+
 @dataclass(frozen=True)
-class TrainTestData:
-    train: LabelledTexts
-    test: LabelledTexts
+class TrainTestData(Generic[Examples]):
+    """A task's data, split: what it trains on, what it is scored on, and where both came from. The
+    classification tasks' examples are ``LabelledTexts``; the token and QA tasks extend this record."""
+
+    train: Examples
+    test: Examples
     source: str  # "builtin" or the file name
     split_note: str  # how the held-out set was chosen, for the UI and the JSON
 

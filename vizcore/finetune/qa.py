@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from vizcore.errors import VizError
+from vizcore.finetune.datasets import TrainTestData
 from vizcore.text import decode_upload, read_file
 
 BUILTIN_PATH = Path(__file__).resolve().parents[1] / "data" / "qa.json"
@@ -77,11 +78,7 @@ class QASet:
 
 
 @dataclass(frozen=True)
-class QAData:
-    train: QASet
-    test: QASet
-    source: str  # "builtin" or the file name
-    split_note: str  # how the held-out set was chosen
+class QAData(TrainTestData[QASet]):
     skipped: int = 0  # unanswerable questions left out
 
 

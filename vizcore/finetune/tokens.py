@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from vizcore.errors import VizError
+from vizcore.finetune.datasets import TrainTestData
 from vizcore.finetune.entities import bio_entities
 from vizcore.text import decode_upload, read_file
 
@@ -88,13 +89,8 @@ class TaggedSentences:
 
 
 @dataclass(frozen=True)
-class TaggedData:
+class TaggedData(TrainTestData[TaggedSentences]):
     """Training and held-out sentences with the same ``tag_names``."""
-
-    train: TaggedSentences
-    test: TaggedSentences
-    source: str  # "builtin" or the file name
-    split_note: str  # how the held-out set was chosen, for the UI and the JSON
 
     @property
     def label_names(self) -> tuple[str, ...]:
