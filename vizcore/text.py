@@ -46,21 +46,25 @@ def read_file(path: str | Path, what: str, shrink: str, max_bytes: int) -> bytes
 def decode_upload(data: bytes, name: str, needs: str, fix: str, shrink: str, max_bytes: int) -> str:
     """An uploaded file's text: UTF-8 (with or without a byte-order mark), or UTF-16 when a byte-order mark
     says so (Excel's "Unicode text", some editors). VizError for a file that is too large, UTF-16 without
-    a mark, bytes that do not decode, a binary file (NUL characters) or nothing but blanks; the message
-    ends with ``fix`` (how to save it), ``needs`` (what an empty file should hold) or ``shrink``."""
+    a mark, a binary file (a NUL in its first line, or among its first bytes when they do not decode),
+    other bytes that do not decode, or nothing but blanks; the message ends with ``fix`` (how to save it),
+    ``needs`` (what an empty file should hold) or ``shrink``."""
     _check_size(len(data), name, shrink, max_bytes)
     utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     # Latin text in UTF-16 has a NUL in every other byte; a renamed spreadsheet or other binary does not.
     head = data[:64]
     if not utf16 and len(head) >= 8 and (not any(head[0::2]) or not any(head[1::2])):
         raise VizError(f"'{name}' looks like UTF-16 text without a byte-order mark. {fix}")
+    binary = VizError(f"'{name}' is not a text file (a spreadsheet or other binary file?). {fix}")
     try:
         text = data.decode("utf-16" if utf16 else "utf-8-sig")
     except UnicodeDecodeError as error:
+        if not utf16 and b"\x00" in data[:4096]:  # an image, a zip, a PDF: not text in another encoding
+            raise binary from error
         raise VizError(f"'{name}' is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start:,} is invalid). "
                        f"{fix}") from error
-    if "\x00" in text:
-        raise VizError(f"'{name}' is not a text file (a spreadsheet or other binary file?). {fix}")
+    if "\x00" in text.partition("\n")[0]:  # no header or first text holds a NUL; a stray one later is text
+        raise binary
     if is_blank(text):
         raise VizError(f"'{name}' is empty: it needs {needs}.")
     return text
