@@ -68,7 +68,7 @@ def show(ctx: WhyContext) -> dict:
                "nothing changed, negative = further away. The last layer at the mask is exactly 1 (it is what the "
                "masked-LM head reads) and 0 elsewhere; the embeddings recover only where the sentences differ.")
     st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: one head's output, at every "
-                                       "position, patched from the clean run", "recovered",
+                                       "position, patched from the clean run", "recovered", diverging=True,
                                        zrange=_symmetric(result.head_recovered)),
                     key="why.patching.heads", config=CHART)
     st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),

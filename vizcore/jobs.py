@@ -24,7 +24,8 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from vizcore.errors import VizError
 
@@ -176,11 +177,24 @@ class BackgroundJob:
         """Drop references to what the run made (called with the state lock held, after the run)."""
 
 
+@dataclass
+class TrainingHistory:
+    """What a training run has logged so far: one dict per logged step, and ``(step, array)`` snapshots
+    (e.g. attention weights). The run appends; a page reads a ``copy()``."""
+
+    steps: list[dict] = field(default_factory=list)
+    snapshots: list[tuple[int, Any]] = field(default_factory=list)
+
+    def copy(self) -> TrainingHistory:
+        return type(self)(list(self.steps), list(self.snapshots))
+
+
 class TrainingJob(BackgroundJob):
     """A run of ``train(config, history, stop, on_step)`` that fills a history the page polls with ``snapshot()``.
 
     Subclasses set ``train`` (the training function, as a staticmethod) and ``history_type`` (a class with
-    ``copy()``). The function's result, with its ``stopped`` flag, is ``self.result`` once it returns.
+    ``copy()``, such as a ``TrainingHistory``). The function's result, with its ``stopped`` flag, is
+    ``self.result`` once it returns.
     """
 
     failure = "Training failed"

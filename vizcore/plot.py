@@ -182,3 +182,53 @@ def _range(values: np.ndarray, diverging: bool, zrange: tuple[float, float] | No
         return -bound, bound
     low, high = float(finite.min()), float(finite.max())
     return low, high if high > low else low + 1.0
+
+
+# ---- the one [layer, head] map (statistics, importance, change, accuracy, roles) ---------------
+
+CHANGE_SCALE = "Oranges"  # how far something moved: unchanged is white
+
+
+def layer_head_heatmap(
+    values: np.ndarray,
+    title: str,
+    value_name: str,
+    diverging: bool = False,
+    zrange: tuple[float, float] | None = None,
+    colorscale: str | list | None = None,
+    marked: Sequence[tuple[int, int]] = (),
+    text: np.ndarray | None = None,
+    hover: np.ndarray | None = None,
+    value_format: str = ".4f",
+    layer_title: str = "layer",
+) -> go.Figure:
+    """A ``[layer, head]`` array as a layers x heads map: layer 1 at the top, head 1 at the left, 1-based
+    tick labels on axes of 0-based positions (a shape at ``(head, layer)`` frames a cell).
+
+    ``diverging`` centres a red/blue scale on zero; otherwise a sequential scale from the minimum
+    (``zrange`` overrides either, ``colorscale`` the colours). ``text`` ``[layer][head]`` is written in the
+    cells, ``marked`` heads carry an ✕. Hover: layer, head and the value, or ``hover`` ``[layer][head]``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    layers, heads = values.shape
+    zmin, zmax = _range(values, diverging, zrange)
+    cells = np.full(values.shape, "", dtype=object) if text is None else np.array(text, dtype=object)
+    for layer, head in marked:
+        cells[layer, head] = "✕"
+    names = np.array([[f"layer {l + 1}, head {h + 1}" for h in range(heads)] for l in range(layers)], dtype=object)
+    fig = go.Figure(go.Heatmap(
+        z=values, x=list(range(heads)), y=list(range(layers)), zmin=zmin, zmax=zmax,
+        colorscale=colorscale or (DIVERGING if diverging else SEQUENTIAL), xgap=2, ygap=2,
+        text=cells, texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
+        customdata=names if hover is None else hover,
+        hovertemplate=("%{customdata}" if hover is not None else
+                       f"%{{customdata}}<br>{value_name} %{{z:{value_format}}}") + "<extra></extra>",
+        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
+    ))
+    fig.update_xaxes(title="head", side="top", tickmode="array", tickvals=list(range(heads)),
+                     ticktext=[str(h + 1) for h in range(heads)], tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=layer_title, autorange="reversed", tickmode="array", tickvals=list(range(layers)),
+                     ticktext=[str(l + 1) for l in range(layers)], tickfont={"size": TICK_FONT_SIZE})
+    base_layout(fig, title, int(np.clip(46 * layers + 200, 320, 800)))
+    fig.update_layout(margin={"t": 120})
+    return fig

@@ -69,3 +69,33 @@ def test_python_dash_m_vizcore_runs_as_a_program():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == "error: The text is empty: type a sentence."
+
+
+
+HELP_SCRIPT = """
+import contextlib, io, json, runpy, sys
+sys.argv = ["vizcore", "--help"]
+top = io.StringIO()
+with contextlib.redirect_stdout(top), contextlib.suppress(SystemExit):
+    runpy.run_module("vizcore", run_name="__main__")
+from vizcore.cli import build_parser
+parser = build_parser()
+helps = {"": top.getvalue()}
+for command in parser._subparsers._group_actions[0].choices:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        parser.parse_args([command, "--help"])
+    helps[command] = out.getvalue()
+print(json.dumps({"heavy": sorted(m for m in ("torch", "transformers") if m in sys.modules), "helps": helps}))
+"""
+
+
+def test_every_help_in_a_fresh_interpreter_imports_neither_torch_nor_transformers():
+    """``python -m vizcore --help`` and each command's ``--help`` in one new interpreter, as a user starts it."""
+    done = subprocess.run([sys.executable, "-c", HELP_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["heavy"] == [], f"--help imported {result['heavy']}"
+    helps = result["helps"]
+    assert len(helps) >= 19 and {"finetune", "attribute", "corpus"} <= set(helps)
+    assert all(text.startswith(f"usage: python -m vizcore {command}".rstrip()) for command, text in helps.items())

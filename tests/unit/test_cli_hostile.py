@@ -78,7 +78,7 @@ def test_hostile_arguments_get_one_clear_line(capsys, argv, part):
     ("empty.csv", "is empty"),
     ("one-column.csv", "only one column"),
     ("more-fields.csv", "more fields than its header"),
-    ("binary.csv", "is not UTF-8 text"),
+    ("binary.csv", "is not a text file"),
 ])
 def test_hostile_training_files_get_one_clear_line(capsys, csv_files, name, part):
     assert_one_clear_line(*run_main(capsys, "finetune", "--train", str(csv_files[name])), part)

@@ -86,4 +86,4 @@ def test_role_map_puts_each_head_in_its_cell():
                           "detail": ["det (x)", "b", "p", "m"], "relation": ["det", None, None, None]})
     fig = figures.role_map(roles)
     assert np.asarray(fig.data[0].z).tolist() == [[0, 3], [1, 4]]
-    assert fig.data[0].text[0][0] == "det" and fig.data[0].y == ("1", "2")
+    assert fig.data[0].text[0][0] == "det" and list(fig.layout.yaxis.ticktext) == ["1", "2"]

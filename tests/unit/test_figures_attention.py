@@ -1,9 +1,14 @@
 """Explorer figures: what they send to the browser (values, labels, sizes), not how they look."""
 
 import numpy as np
+import pandas as pd
 
-from vizcore.attention.figures import downsample, head_grid, special_mass_chart
-from vizcore.plot import attention_heatmap, axis_labels
+from vizcore.attention.figures import downsample, head_grid, special_mass_chart, statistic_heatmap
+from vizcore.corpus.figures import role_map
+from vizcore.finetune.figures import head_change_heatmap
+from vizcore.plot import attention_heatmap, axis_labels, layer_head_heatmap
+from vizcore.seq2seq.figures import alignment_accuracy_heatmap
+from vizcore.why.figures import importance_heatmap
 
 
 def test_downsample_is_block_means_and_keeps_small_matrices():
@@ -52,3 +57,33 @@ def test_special_mass_chart_plots_the_mean_over_heads_per_layer():
     fig = special_mass_chart(cls, 1 - cls, "t")
     np.testing.assert_allclose(fig.data[0].y, [0.2, 0.6])
     np.testing.assert_allclose(fig.data[2].y, [0.8, 0.4])
+
+
+def test_a_layer_head_map_labels_heads_one_based_and_carries_every_value():
+    values = np.array([[0.5, -0.2, 0.1], [0.0, 0.3, -0.4]])
+    fig = layer_head_heatmap(values, "t", "score", diverging=True, marked=[(1, 2)])
+    trace = fig.data[0]
+    np.testing.assert_array_equal(np.asarray(trace.z), values)
+    assert (trace.zmin, trace.zmax) == (-0.5, 0.5) and trace.colorbar.title.text == "score"
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "3"] and list(fig.layout.yaxis.ticktext) == ["1", "2"]
+    assert fig.layout.yaxis.autorange == "reversed"  # layer 1 at the top
+    assert trace.customdata[1][2] == "layer 2, head 3" and "score %{z:.4f}" in trace.hovertemplate
+    assert trace.text[1][2] == "✕" and trace.text[0][0] == ""
+    plain = layer_head_heatmap(np.abs(values), "t", "score").data[0]
+    assert (plain.zmin, plain.zmax) == (0.0, 0.5)
+
+
+def test_every_layer_head_map_of_the_app_is_the_one_map():
+    """The Explorer's statistics, the fine-tuning change, head importance, alignment accuracy and the corpus
+    roles all come from ``plot.layer_head_heatmap``: the same axes, hover names and cell gaps."""
+    values = np.array([[0.5, 0.2, 0.1], [0.0, 0.3, 0.4]])
+    roles = pd.DataFrame({"layer": [0, 0, 0, 1, 1, 1], "head": [0, 1, 2, 0, 1, 2], "role": ["broad"] * 6,
+                          "detail": ["d"] * 6, "relation": [None] * 6})
+    reference = layer_head_heatmap(values, "t", "v")
+    for fig in (statistic_heatmap(values, "v", "t"), head_change_heatmap(values, "v", "t"),
+                importance_heatmap(values, "t", "v"), alignment_accuracy_heatmap(values, "t"), role_map(roles, "t")):
+        trace = fig.data[0]
+        for axis in ("xaxis", "yaxis"):
+            assert fig.layout[axis].to_plotly_json() == reference.layout[axis].to_plotly_json() or (
+                axis == "yaxis" and fig.layout.yaxis.title.text == "decoder layer")
+        assert trace.customdata[1][2].startswith("layer 2, head 3") and (trace.xgap, trace.ygap) == (2, 2)

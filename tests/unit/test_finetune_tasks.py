@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from vizcore.errors import VizError
+from vizcore.finetune import TASK_NAMES
 from vizcore.finetune.classify import PAIR, SENTENCE, encode_pairs, macro_f1, predict_proba
 from vizcore.finetune.datasets import (
     LabelledTexts,
@@ -14,7 +15,7 @@ from vizcore.finetune.datasets import (
     frame_to_train_test,
     read_csv_bytes,
 )
-from vizcore.finetune.tasks import collate, get_task, pad_id_of
+from vizcore.finetune.tasks import collate, get_task, pad_id_of, task_names
 from vizcore.finetune.training import FinetuneConfig, task_config, train_task
 from vizcore.model.loading import load_model
 
@@ -140,3 +141,8 @@ def test_head_mode_caches_hidden_states_and_trains_like_the_uncached_model(tiny)
     probs = predict_proba(result.model, tiny.tokenizer, data.test.texts, 16, second=data.test.second)
     assert result.final_score == pytest.approx(float((probs.argmax(1) == data.test.labels).mean()))
     assert result.trainable_parameters == result.model.head.weight.numel() + result.model.head.bias.numel()
+
+
+def test_the_command_lines_task_names_are_the_registered_tasks():
+    """The parser names the tasks without importing them (no torch for --help): the names must be theirs."""
+    assert task_names() == TASK_NAMES

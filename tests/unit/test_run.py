@@ -336,6 +336,29 @@ def test_patches_by_row_in_one_batch_equal_one_run_per_patch(loaded):
         np.testing.assert_allclose(batched.hidden_states[-1][i].numpy(), single, atol=1e-5)
 
 
+def test_head_output_hooks_see_each_chosen_layers_heads_and_change_only_what_they_return(loaded):
+    record = run(loaded, TEXT, capture=Capture(head_outputs=True))  # [L, H, T, d_head]
+    seen: dict[int, np.ndarray] = {}
+
+    def read(layer: int, heads: torch.Tensor) -> None:  # (B, T, H, d_head)
+        seen[layer] = heads[0].transpose(0, 1).numpy().copy()
+
+    last = loaded.num_layers - 1
+    inputs = batch_of(loaded, TEXT, 1)
+    plain = run_module.forward(loaded, inputs, run_module.head_output_hooks(loaded, read, [last]), attention=False)
+    assert list(seen) == [last]
+    np.testing.assert_array_equal(seen[last], record.head_outputs[last])
+    np.testing.assert_array_equal(plain.hidden_states[-1][0].numpy(), record.hidden_states[-1])
+
+    def zero_head_1(layer: int, heads: torch.Tensor) -> torch.Tensor:
+        return torch.cat([heads[:, :, :1], torch.zeros_like(heads[:, :, 1:2]), heads[:, :, 2:]], dim=2)
+
+    changed = run_module.forward(loaded, inputs, run_module.head_output_hooks(loaded, zero_head_1, [0]),
+                                 attention=False)
+    ablated = run(loaded, TEXT, ablate=[HeadAblation(0, 1)]).hidden_states[-1]
+    np.testing.assert_array_equal(changed.hidden_states[-1][0].numpy(), ablated)
+
+
 def test_head_scale_zero_is_ablation_and_its_gradient_is_a_finite_difference(loaded):
     scale = torch.ones(loaded.num_layers, loaded.num_heads)
     scale[1, 0] = 0.0

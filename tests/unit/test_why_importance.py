@@ -361,8 +361,9 @@ def test_another_threads_pass_on_the_shared_model_sees_no_ablation(mlm, target):
 def test_figures_label_heads_one_based_and_carry_values_and_ranks():
     values = np.array([[0.5, -0.2, 0.1], [0.0, 0.3, -0.4]])
     assert importance_ranks(values).tolist() == [[1, 5, 3], [4, 2, 6]]
-    heatmap = importance_heatmap(values, "t", "drop", diverging=True).data[0]
-    assert list(heatmap.y) == ["layer 1", "layer 2"] and list(heatmap.x) == ["head 1", "head 2", "head 3"]
+    figure = importance_heatmap(values, "t", "drop", diverging=True)
+    heatmap = figure.data[0]
+    assert list(figure.layout.yaxis.ticktext) == ["1", "2"] and list(figure.layout.xaxis.ticktext) == ["1", "2", "3"]
     assert "layer 2, head 3" in heatmap.customdata[1][2] and "-0.4" in heatmap.customdata[1][2]
     assert "rank 6 of 6" in heatmap.customdata[1][2]
     assert heatmap.zmin == -0.5 and heatmap.zmax == 0.5 and heatmap.colorbar.title.text == "drop"

@@ -16,6 +16,7 @@ from vizcore.plot import (
     attention_heatmap,
     axis_labels,
     base_layout,
+    layer_head_heatmap,
 )
 
 GRID_CELLS = 24  # per head in the grid: enough to see a pattern, small enough for 12 x 12 heads at n = 512
@@ -110,18 +111,7 @@ def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list
 
 def statistic_heatmap(values: np.ndarray, name: str, title: str) -> go.Figure:
     """A ``[layer, head]`` statistic as a layers x heads heatmap (1-based labels)."""
-    layers, heads = values.shape
-    fig = go.Figure(go.Heatmap(
-        z=np.asarray(values, dtype=np.float32), x=[f"H{h + 1}" for h in range(heads)],
-        y=[f"L{l + 1}" for l in range(layers)], colorscale="Viridis",
-        hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name}: %{{z:.3f}}<extra></extra>",
-        colorbar={"title": {"text": name}, "tickfont": {"size": TICK_FONT_SIZE}},
-    ))
-    fig.update_yaxes(autorange="reversed", title="layer", tickfont={"size": TICK_FONT_SIZE})
-    fig.update_xaxes(title="head", side="top", tickfont={"size": TICK_FONT_SIZE})
-    base_layout(fig, title, int(np.clip(40 * layers + 220, 360, 800)))
-    fig.update_layout(margin={"t": 110})
-    return fig
+    return layer_head_heatmap(values, title, name, value_format=".3f")
 
 
 def flow_bars(values: np.ndarray, key_tokens: list[str], title: str, value_name: str) -> go.Figure:

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from vizcore.attention.head_stats import LABELS
 from vizcore.corpus.roles import ROLES
-from vizcore.plot import FONT_SIZE, base_layout
+from vizcore.plot import FONT_SIZE, base_layout, layer_head_heatmap
 
 ROLE_COLOURS = {"syntactic": "#1a7f37", "positional": "#1f5fa8", "special-token": "#c2410c", "broad": "#8e44ad",
                 "mixed": "#c8c8c8"}
@@ -35,15 +35,8 @@ def role_map(roles: pd.DataFrame, title: str = "What each head does over the cor
     scale = []
     for i, role in enumerate(ROLES):  # a stepped scale: each role one flat band of colour
         scale += [[i / n, ROLE_COLOURS[role]], [(i + 1) / n, ROLE_COLOURS[role]]]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=[str(h + 1) for h in range(heads)], y=[str(layer + 1) for layer in range(layers)],
-        zmin=-0.5, zmax=n - 0.5, colorscale=scale, text=text, texttemplate="%{text}", textfont={"size": 12},
-        customdata=hover, hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=2,
-        colorbar={"tickvals": list(range(n)), "ticktext": list(ROLES), "title": "role"}))
-    base_layout(fig, title, 120 + 48 * layers)
-    fig.update_xaxes(title="head", type="category")
-    fig.update_yaxes(title="layer", type="category", autorange="reversed")
-    return fig
+    fig = layer_head_heatmap(z, title, "role", zrange=(-0.5, n - 0.5), colorscale=scale, text=text, hover=hover)
+    return fig.update_traces(colorbar={"tickvals": list(range(n)), "ticktext": list(ROLES)})
 
 
 def relation_bars(best: pd.DataFrame, direction: str) -> go.Figure:

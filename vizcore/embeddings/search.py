@@ -8,7 +8,6 @@ keeps the number of the line it starts on, so results can be traced back to the 
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 from dataclasses import dataclass
@@ -22,9 +21,11 @@ from vizcore.embeddings.vectors import Layer, cosine_matrix, sentence_vectors
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import check_text, is_blank
+from vizcore.text import decode_upload, read_file
 
 COLLECTION_PATH = Path(__file__).resolve().parents[1] / "data" / "search-collection.txt"
 MAX_BYTES = 5_000_000  # 5 MB
+SHRINK = "Split it into smaller files."
 MAX_TEXTS = 20_000  # about a minute and a half of embedding on 2 CPU cores (docs/BENCHMARKS.md)
 MAX_TEXT_CHARS = 10_000  # one text; the model reads its first few hundred tokens (~1,000 characters) anyway
 TEXT_COLUMNS = ("text", "sentence", "sentences", "texts")  # a CSV column taken without being named
@@ -86,19 +87,8 @@ def search(loaded: LoadedModel, query: str, texts: Sequence[str], top_k: int = 1
 
 def read_text_file(path: str | Path, column: str | None = None) -> Texts:
     """``read_texts`` for a file on disk, with fix-it messages for a missing, unreadable or huge file."""
-    path = Path(path)
-    if not path.exists():
-        raise VizError(f"Input file '{path}' does not exist.")
-    if not path.is_file():
-        raise VizError(f"'{path}' is not a file: give a .txt file (one text per line) or a .csv file.")
-    if path.stat().st_size > MAX_BYTES:
-        raise VizError(f"'{path.name}' is {path.stat().st_size / 1e6:.1f} MB; the limit is "
-                       f"{MAX_BYTES / 1e6:.0f} MB. Split it into smaller files.")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise VizError(f"'{path}' cannot be read: {error.strerror}.") from error
-    return read_texts(data, path.name, column)
+    data = read_file(path, "Input file", SHRINK, MAX_BYTES)
+    return read_texts(data, Path(path).name, column)
 
 
 def read_texts(data: bytes, name: str, column: str | None = None) -> Texts:
@@ -106,10 +96,8 @@ def read_texts(data: bytes, name: str, column: str | None = None) -> Texts:
 
     Blank lines are skipped and counted. Raises VizError for an empty, binary, mis-encoded or too large
     file, too many texts, or a text that is too long."""
-    if len(data) > MAX_BYTES:
-        raise VizError(f"'{name}' is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB. "
-                       "Split it into smaller files.")
-    text = _decode(data, name)
+    text = decode_upload(data, name, "one text per line", "Save it as plain text (UTF-8), one text per line.",
+                         SHRINK, MAX_BYTES)
     is_csv = name.lower().endswith(".csv")
     if column is not None and not is_csv:
         raise VizError(f"A column was given, but '{name}' is not a .csv file: leave the column out for plain "
@@ -126,22 +114,6 @@ def read_texts(data: bytes, name: str, column: str | None = None) -> Texts:
             raise VizError(f"Line {number:,} of '{name}' has {len(cell):,} characters; the limit is "
                            f"{MAX_TEXT_CHARS:,} (the model reads only the first few hundred tokens): split it.")
     return Texts(tuple(c for _, c in kept), tuple(n for n, _ in kept), len(rows) - len(kept), name, chosen)
-
-
-def _decode(data: bytes, name: str) -> str:
-    """UTF-8 (with or without a byte-order mark), or UTF-16 when a byte-order mark says so."""
-    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    if not utf16 and b"\x00" in data[:4096]:
-        raise VizError(f"'{name}' is not a text file (a spreadsheet, a PDF or UTF-16 without a byte-order "
-                       "mark?). Save it as plain text (UTF-8), one text per line.")
-    try:
-        text = data.decode("utf-16" if utf16 else "utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise VizError(f"'{name}' is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start:,} is invalid). "
-                       "Save it as UTF-8 and try again.") from error
-    if is_blank(text):
-        raise VizError(f"'{name}' is empty: it needs one text per line.")
-    return text
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from vizcore.finetune import POOLINGS as POOLINGS  # the page reads it here, beside POOLING_LABELS
 from vizcore.finetune.datasets import LabelledTexts, load_train_test
 from vizcore.finetune.tasks import Batch, Task, TaskModel, collate, hidden_size, pad_id_of, register
 
-POOLINGS = ("mean", "cls")
 POOLING_LABELS = {"mean": "mean of the tokens", "cls": "[CLS] token"}
 
 

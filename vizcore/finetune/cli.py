@@ -10,8 +10,7 @@ import argparse
 import sys
 
 from vizcore.cliargs import add_format_option, add_model_options
-
-TASK_CHOICES = ("sentence", "pair", "token", "qa")  # argparse checks the spelling; get_task what is installed
+from vizcore.finetune import DEFAULT_LR, MODES, POOLINGS, TASK_NAMES
 
 
 def _progress_printer(every: int = 5):
@@ -75,11 +74,9 @@ def _finetune(args: argparse.Namespace) -> dict:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from vizcore.finetune.training import DEFAULT_LR, MODES
-
     parser = subparsers.add_parser(
         "finetune", help="fine-tune the model for a task (built-in data or your file) and report held-out figures")
-    parser.add_argument("--task", default="sentence", choices=TASK_CHOICES,
+    parser.add_argument("--task", default="sentence", choices=TASK_NAMES,
                         help="sentence (classification, default), pair (sentence-pair classification), token "
                              "(named entities, BIO tags), qa (extractive question answering)")
     parser.add_argument("--train", default="builtin",
@@ -104,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="examples per step (default: the task's)")
     parser.add_argument("--max-length", type=int, default=None,
                         help="tokens per example, truncated (default: the task's; 64 for sentences)")
-    parser.add_argument("--pooling", default="mean", choices=["mean", "cls"],
+    parser.add_argument("--pooling", default="mean", choices=POOLINGS,
                         help="sentence, pair: the vector the classifier reads (default: mean)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     add_model_options(parser)

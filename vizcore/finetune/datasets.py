@@ -13,20 +13,23 @@ only, rows with more fields than the header, missing columns, empty rows, one cl
 
 from __future__ import annotations
 
-import codecs
 import io
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from vizcore.errors import VizError
+from vizcore.text import decode_upload, read_file
 
 BUILTIN_PATH = Path(__file__).resolve().parents[1] / "data" / "sentiment.csv"
 BUILTIN_PAIRS_PATH = BUILTIN_PATH.with_name("pairs.csv")
 BUILTIN_NAME = "builtin"
 MAX_BYTES = 5_000_000  # 5 MB
+SAVE_AS_CSV = "Save it as 'CSV UTF-8' and upload it again."
+SHRINK_CSV = "Use fewer or shorter rows."
 MAX_ROWS = 20_000
 MAX_CLASSES = 20
 MAX_TEXT_CHARS = 5_000  # one example; longer texts are refused (the model reads at most max_length tokens)
@@ -57,20 +60,23 @@ class LabelledTexts:
                              second=second)
 
 
+Examples = TypeVar("Examples")
+
+
 @dataclass(frozen=True)
-class TrainTestData:
-    train: LabelledTexts
-    test: LabelledTexts
+class TrainTestData(Generic[Examples]):
+    """A task's data, split: what it trains on, what it is scored on, and where both came from. The
+    classification tasks' examples are ``LabelledTexts``; the token and QA tasks extend this record."""
+
+    train: Examples
+    test: Examples
     source: str  # "builtin" or the file name
     split_note: str  # how the held-out set was chosen, for the UI and the JSON
 
 
 def read_csv_bytes(data: bytes, name: str = "upload.csv") -> pd.DataFrame:
     """Parse an uploaded CSV (all columns as text). Raises VizError for size, encoding, format, rows."""
-    if len(data) > MAX_BYTES:
-        raise VizError(f"'{name}' is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB. "
-                       "Use fewer or shorter rows.")
-    text = _decode(data, name)
+    text = decode_upload(data, name, "a header row and at least two labelled rows", SAVE_AS_CSV, SHRINK_CSV, MAX_BYTES)
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
@@ -89,36 +95,8 @@ def read_csv_bytes(data: bytes, name: str = "upload.csv") -> pd.DataFrame:
     return frame
 
 
-def _decode(data: bytes, name: str) -> str:
-    """The file's text: UTF-8 (with or without a BOM), or UTF-16 when a byte-order mark says so (Excel's
-    "Unicode text", some editors)."""
-    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    # Latin text in UTF-16 has a NUL in every other byte; a renamed spreadsheet or other binary does not.
-    head = data[:64]
-    if not utf16 and len(head) >= 8 and (not any(head[0::2]) or not any(head[1::2])):
-        raise VizError(f"'{name}' looks like UTF-16 text without a byte-order mark. Save it as 'CSV UTF-8' "
-                       "and upload it again.")
-    try:
-        text = data.decode("utf-16" if utf16 else "utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise VizError(f"'{name}' is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start} is invalid). "
-                       "Save it as 'CSV UTF-8' and upload it again.") from error
-    if not text.strip():
-        raise VizError(f"'{name}' is empty: it needs a header row and at least two labelled rows.")
-    if "\x00" in text.partition("\n")[0]:
-        raise VizError(f"'{name}' is not a text file (a spreadsheet or other binary file?). "
-                       "Save it as 'CSV UTF-8' and upload it again.")
-    return text
-
-
 def read_csv_file(path: str | Path) -> pd.DataFrame:
-    path = Path(path)
-    if not path.is_file():
-        raise VizError(f"CSV file '{path}' does not exist.")
-    if path.stat().st_size > MAX_BYTES:
-        raise VizError(f"'{path.name}' is {path.stat().st_size / 1e6:.1f} MB; the limit is "
-                       f"{MAX_BYTES / 1e6:.0f} MB. Use fewer or shorter rows.")
-    return read_csv_bytes(path.read_bytes(), path.name)
+    return read_csv_bytes(read_file(path, "CSV file", SHRINK_CSV, MAX_BYTES), Path(path).name)
 
 
 def labelled_texts(

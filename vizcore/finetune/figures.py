@@ -13,7 +13,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from vizcore.finetune.training import History
-from vizcore.plot import FONT_SIZE, SEGMENT_COLOURS, TICK_FONT_SIZE, base_layout, display_tokens
+from vizcore.plot import (
+    CHANGE_SCALE,
+    FONT_SIZE,
+    SEGMENT_COLOURS,
+    TICK_FONT_SIZE,
+    base_layout,
+    display_tokens,
+    layer_head_heatmap,
+)
 
 LABEL_COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
@@ -57,19 +65,8 @@ def training_curves(history: History, total_steps: int) -> alt.VConcatChart:
 
 def head_change_heatmap(values: np.ndarray, metric_label: str, title: str) -> go.Figure:
     """[layer, head] change as a heatmap, layer 1 at the top, hover with layer, head and value."""
-    values = np.asarray(values, dtype=np.float32)
-    layers, heads = values.shape
-    fig = go.Figure(go.Heatmap(
-        z=values, x=list(range(1, heads + 1)), y=list(range(1, layers + 1)), colorscale="Oranges", zmin=0,
-        zmax=max(float(values.max(initial=0.0)), 1e-3),  # all zeros (head-only training) stays pale, not mid-scale
-        hovertemplate="layer %{y}, head %{x}<br>" + metric_label + " %{z:.4f}<extra></extra>",
-        colorbar={"title": {"text": metric_label}, "tickfont": {"size": TICK_FONT_SIZE}},
-    ))
-    fig.update_xaxes(title="head", dtick=1, tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(title="layer", dtick=1, autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
-    base_layout(fig, title, height=120 + 45 * layers)
-    fig.update_layout(margin={"t": 60})
-    return fig
+    top = max(float(np.max(values, initial=0.0)), 1e-3)  # all zeros (head-only training) stays pale, not mid-scale
+    return layer_head_heatmap(values, title, metric_label, zrange=(0.0, top), colorscale=CHANGE_SCALE)
 
 
 def confusion_heatmap(confusion: np.ndarray, label_names: tuple[str, ...] | list[str]) -> go.Figure:

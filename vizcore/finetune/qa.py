@@ -20,7 +20,6 @@ Everything a user can get wrong is a VizError that says how to fix it.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 import json
@@ -30,10 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from vizcore.errors import VizError
+from vizcore.finetune.datasets import TrainTestData
+from vizcore.text import decode_upload, read_file
 
 BUILTIN_PATH = Path(__file__).resolve().parents[1] / "data" / "qa.json"
 BUILTIN_NAME = "builtin"
 MAX_BYTES = 5_000_000  # SQuAD v1.1's dev file (4.9 MB, 10,570 questions) fits
+SHRINK = "Use fewer passages."
 MAX_QUESTIONS = 20_000
 MAX_CONTEXT_CHARS = 10_000
 MAX_QUESTION_CHARS = 500
@@ -76,11 +78,7 @@ class QASet:
 
 
 @dataclass(frozen=True)
-class QAData:
-    train: QASet
-    test: QASet
-    source: str  # "builtin" or the file name
-    split_note: str  # how the held-out set was chosen
+class QAData(TrainTestData[QASet]):
     skipped: int = 0  # unanswerable questions left out
 
 
@@ -97,21 +95,8 @@ class _Row:
 
 def decode_text(data: bytes, name: str) -> str:
     """UTF-8 (with or without a BOM) or UTF-16 with a BOM; VizError for size, binary and bad bytes."""
-    if len(data) > MAX_BYTES:
-        raise VizError(f"'{name}' is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB. "
-                       "Use fewer passages.")
-    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    try:
-        text = data.decode("utf-16" if utf16 else "utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise VizError(f"'{name}' is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start} is invalid). "
-                       "Save it as UTF-8 and upload it again.") from error
-    if "\x00" in text:
-        raise VizError(f"'{name}' is not a text file (it contains NUL bytes). Upload a JSON or CSV file "
-                       "saved as UTF-8.")
-    if not text.strip():
-        raise VizError(f"'{name}' is empty: it needs at least one passage with a question and its answer.")
-    return text
+    return decode_upload(data, name, "at least one passage with a question and its answer",
+                         "Save it as UTF-8 (JSON or CSV) and upload it again.", SHRINK, MAX_BYTES)
 
 
 def read_qa_bytes(data: bytes, name: str = "upload.json", seed: int = 0,
@@ -126,13 +111,7 @@ def read_qa_bytes(data: bytes, name: str = "upload.json", seed: int = 0,
 
 
 def read_qa_file(path: str | Path, seed: int = 0, columns: dict[str, str] | None = None) -> QAData:
-    path = Path(path)
-    if not path.is_file():
-        raise VizError(f"QA file '{path}' does not exist.")
-    if path.stat().st_size > MAX_BYTES:
-        raise VizError(f"'{path.name}' is {path.stat().st_size / 1e6:.1f} MB; the limit is "
-                       f"{MAX_BYTES / 1e6:.0f} MB. Use fewer passages.")
-    return read_qa_bytes(path.read_bytes(), path.name, seed, columns)
+    return read_qa_bytes(read_file(path, "QA file", SHRINK, MAX_BYTES), Path(path).name, seed, columns)
 
 
 def builtin_qa() -> QAData:

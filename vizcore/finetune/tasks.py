@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
+from vizcore.finetune import TASK_NAMES
 
 TASK_MODULES = ("vizcore.finetune.classify", "vizcore.finetune.token_task", "vizcore.finetune.qa_task")
 
@@ -120,8 +121,7 @@ def get_task(name: str) -> Task:
 
 
 def task_names() -> tuple[str, ...]:
-    order = ("sentence", "pair", "token", "qa")
-    return tuple(sorted(_registered(), key=lambda n: order.index(n) if n in order else len(order)))
+    return tuple(sorted(_registered(), key=lambda n: TASK_NAMES.index(n) if n in TASK_NAMES else len(TASK_NAMES)))
 
 
 def hidden_size(encoder: nn.Module) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
-from vizcore.jobs import TrainingJob
+from vizcore.jobs import TrainingHistory, TrainingJob
 from vizcore.positional.encoding import sinusoidal_encoding
 
 TASKS = ("reverse", "sort")
@@ -145,13 +145,9 @@ def make_batch(task: str, size: int, length: int, generator: torch.Generator) ->
     return digits, target
 
 
-@dataclass
-class TinyHistory:
-    steps: list[dict] = field(default_factory=list)  # {"step", "loss", "token_accuracy", "sequence_accuracy"}
-    snapshots: list[tuple[int, np.ndarray]] = field(default_factory=list)  # (step, [layer, head, q, k])
-
-    def copy(self) -> "TinyHistory":
-        return TinyHistory(list(self.steps), list(self.snapshots))
+class TinyHistory(TrainingHistory):
+    """steps: ``{"step", "loss", "token_accuracy", "sequence_accuracy"}``; snapshots: ``(step, [layer, head,
+    q, k])``."""
 
 
 @dataclass

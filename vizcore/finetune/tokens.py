@@ -20,7 +20,6 @@ is read at its first piece.
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from vizcore.errors import VizError
+from vizcore.finetune.datasets import TrainTestData
 from vizcore.finetune.entities import bio_entities
+from vizcore.text import decode_upload, read_file
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SILVER_PATH = DATA / "ner-silver.conll"
@@ -38,6 +39,7 @@ HELDOUT_PATH = DATA / "ner-heldout.conll"
 BUILTIN_NAME = "builtin"
 IGNORE = -100  # the label of pieces that are not a word's first piece (nn.CrossEntropyLoss's ignore_index)
 MAX_BYTES = 5_000_000
+SHRINK = "Use fewer sentences."
 MAX_SENTENCES = 20_000
 MAX_WORDS = 300  # per sentence; more usually means the blank lines between sentences are missing
 MAX_TYPES = 20
@@ -87,13 +89,8 @@ class TaggedSentences:
 
 
 @dataclass(frozen=True)
-class TaggedData:
+class TaggedData(TrainTestData[TaggedSentences]):
     """Training and held-out sentences with the same ``tag_names``."""
-
-    train: TaggedSentences
-    test: TaggedSentences
-    source: str  # "builtin" or the file name
-    split_note: str  # how the held-out set was chosen, for the UI and the JSON
 
     @property
     def label_names(self) -> tuple[str, ...]:
@@ -107,21 +104,9 @@ def tag_names_for(types: Sequence[str]) -> tuple[str, ...]:
 
 def decode_text(data: bytes, name: str) -> str:
     """UTF-8 (BOM or not) or UTF-16 with a byte-order mark. Raises VizError for size, binary, encoding."""
-    if len(data) > MAX_BYTES:
-        raise VizError(f"'{name}' is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB. "
-                       "Use fewer sentences.")
-    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    if not utf16 and b"\x00" in data[:4096]:
-        raise VizError(f"'{name}' is not a text file (a spreadsheet or other binary file?). Upload a plain "
-                       "text CoNLL file: one word and its tag per line.")
-    try:
-        text = data.decode("utf-16" if utf16 else "utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise VizError(f"'{name}' is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start} is "
-                       "invalid). Save it as UTF-8 and upload it again.") from error
-    if not text.strip():
-        raise VizError(f"'{name}' is empty: it needs lines of a word and its tag, e.g. 'Paris<TAB>B-LOC'.")
-    return text
+    return decode_upload(data, name, "lines of a word and its tag, e.g. 'Paris<TAB>B-LOC'",
+                         "Save it as plain UTF-8 text, one word and its tag per line, and upload it again.",
+                         SHRINK, MAX_BYTES)
 
 
 def _split_line(line: str, number: int, name: str) -> tuple[str, str]:
@@ -204,10 +189,7 @@ def read_conll_bytes(data: bytes, name: str = "upload.conll",
 
 
 def read_conll_file(path: str | Path, tag_names: tuple[str, ...] | None = None) -> TaggedSentences:
-    path = Path(path)
-    if not path.is_file():
-        raise VizError(f"CoNLL file '{path}' does not exist.")
-    return read_conll_bytes(path.read_bytes(), path.name, tag_names)
+    return read_conll_bytes(read_file(path, "CoNLL file", SHRINK, MAX_BYTES), Path(path).name, tag_names)
 
 
 def header_comments(path: str | Path = SILVER_PATH) -> list[str]:
@@ -258,13 +240,9 @@ def load_token_data(train: str, eval_path: str | None = None) -> TaggedData:
         silver = read_conll_file(SILVER_PATH)
         return TaggedData(silver, read_conll_file(eval_path, silver.tag_names), BUILTIN_NAME,
                           f"the held-out file '{Path(eval_path).name}'")
-    path = Path(train)
-    if not path.is_file():
-        raise VizError(f"CoNLL file '{path}' does not exist.")
-    if eval_path is not None and not Path(eval_path).is_file():
-        raise VizError(f"CoNLL file '{eval_path}' does not exist.")
-    return uploaded_token_data(path.read_bytes(), path.name,
-                               Path(eval_path).read_bytes() if eval_path else None,
+    train_data = read_file(train, "CoNLL file", SHRINK, MAX_BYTES)
+    eval_data = None if eval_path is None else read_file(eval_path, "CoNLL file", SHRINK, MAX_BYTES)
+    return uploaded_token_data(train_data, Path(train).name, eval_data,
                                Path(eval_path).name if eval_path else None)
 
 

@@ -28,15 +28,13 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
-from vizcore.finetune.classify import POOLINGS, SENTENCE, SequenceClassifier
+from vizcore.finetune import DEFAULT_LR, MODES, POOLINGS
+from vizcore.finetune import MODE_LABELS as MODE_LABELS  # the page reads it here
+from vizcore.finetune.classify import SENTENCE, SequenceClassifier
 from vizcore.finetune.tasks import Task, TaskModel, pad_id_of
 from vizcore.jobs import BackgroundJob
 from vizcore.model.loading import LoadedModel
 
-MODES = ("head", "last_n", "full")
-MODE_LABELS = {"head": "head only (encoder frozen)", "last_n": "last N layers + head", "full": "full model"}
-# The usual recipes: a frozen encoder's head learns fast at 1e-3..1e-2; all layers at 2e-5..5e-5.
-DEFAULT_LR = {"head": 2e-3, "last_n": 1e-4, "full": 5e-5}
 ProgressCallback = Callable[["Progress"], None]
 
 

@@ -18,16 +18,24 @@ from vizcore.errors import VizError
 from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL, NSP_MODEL
 
 
-def _fill_mask(args: argparse.Namespace) -> dict:
-    from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK, fill_iteratively, fill_mask
+def load_masked_lm(args: argparse.Namespace, *texts: str):
+    """``--model`` as a masked-LM, after the checks of ``texts`` that need no model (a built-in's mask is
+    [MASK]: say it is missing before spending seconds on loading). The Why? commands load theirs here too."""
+    from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK
     from vizcore.model.loading import load_model
     from vizcore.model.run import check_text
 
-    check_text(args.text)
-    # The built-ins' mask is [MASK]: say it is missing before spending seconds on loading the model.
-    if args.model in BUILTIN_MODELS and not TYPED_MASK.search(args.text):
-        raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
-    loaded = load_model(args.model, device=args.device, head="mlm")
+    for text in texts:
+        check_text(text)
+        if args.model in BUILTIN_MODELS and not TYPED_MASK.search(text):
+            raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
+    return load_model(args.model, device=args.device, head="mlm")
+
+
+def _fill_mask(args: argparse.Namespace) -> dict:
+    from vizcore.mlm.fill_mask import fill_iteratively, fill_mask
+
+    loaded = load_masked_lm(args, args.text)
     result = fill_mask(loaded, args.text, top_k=args.top_k)
     payload = {**result.to_dict(), "device": str(loaded.device)}
     if args.iterative:

@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedModel
+from transformers.utils import ModelOutput
 
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
@@ -181,21 +182,32 @@ def separable_head(loaded: LoadedModel) -> Callable[[torch.Tensor], torch.Tensor
     return mlm_head(model) if _HEAD_CHECKED[model] else None
 
 
+def logits_at(loaded: LoadedModel, inputs: dict[str, torch.Tensor], rows: torch.Tensor, cols: torch.Tensor,
+              specs: Sequence[Hook] = (), details: bool = False,
+              grad: bool = False) -> tuple[torch.Tensor, ModelOutput]:
+    """Vocabulary logits ``(N, V)`` at positions ``(rows[i], cols[i])`` of a batch run with ``specs``, and the
+    model's output. The MLM head is applied at those positions only when it is separable (the rest of the
+    vocabulary projection is never computed). ``details``: every layer's hidden states and attention too;
+    ``grad``: the graph is kept (gradients with respect to embeddings or head scales)."""
+    head = separable_head(loaded)
+    output = core_forward(loaded, inputs, specs, hidden=details, attention=details, base_only=head is not None,
+                          grad=grad)
+    with torch.enable_grad() if grad else torch.inference_mode():
+        if head is not None:
+            return head(output.last_hidden_state[rows, cols]), output
+        if getattr(output, "logits", None) is None:
+            raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
+        return output.logits[rows, cols], output
+
+
 def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], masks: list[int],
             details: bool = True, specs: Sequence[Hook] = ()) -> MaskedForward:
     """The model only; with ``details``, every layer's hidden states and attention weights too.
     ``specs``: hooks of an intervention (the Why? page's head ablation); none for the plain answer."""
-    head = separable_head(loaded)
-    output = core_forward(loaded, inputs, specs, hidden=details, attention=details, base_only=head is not None)
-    if head is not None:
-        with torch.inference_mode():
-            mask_logits = head(output.last_hidden_state[0, masks])
-    else:
-        if getattr(output, "logits", None) is None:
-            raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
-        mask_logits = output.logits[0, masks]
+    rows = torch.zeros(len(masks), dtype=torch.long)
+    mask_logits, output = logits_at(loaded, inputs, rows, torch.as_tensor(masks), specs, details=details)
     return MaskedForward(mask_logits=mask_logits, hidden_states=output.hidden_states or (),
-                         attentions=output.attentions or (), head=head)
+                         attentions=output.attentions or (), head=separable_head(loaded))
 
 
 # ---- postprocess -------------------------------------------------------------------------------

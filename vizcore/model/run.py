@@ -10,6 +10,7 @@ never left with a hook, and its weights are never touched: an intervention repla
 * ``Capture``: what to read besides attention (hidden states, per-layer Q/K/V, per-head outputs, logits).
 * ``HeadAblation``: zero one head's output, or replace it (e.g. with its mean over reference sentences).
 * ``Patch``: replace the hidden state entering layer ``layer`` (index into hidden_states) at positions.
+* ``head_output_hooks``: the one way to the heads' outputs (the input of W_O), to read or change them.
 * ``intervention_hooks`` / ``head_scale_hooks``: the same changes as hooks for any forward pass of the
   model, e.g. a batch where each row gets its own ablation or patch (``rows``), a fine-tuned classifier
   around the encoder, or a pass with gradients (``forward(..., grad=True)``).
@@ -26,7 +27,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -174,7 +175,7 @@ class _Recorder:
         self.loaded, self.capture = loaded, capture
         self.arch = archs.arch_of(loaded.model)
         self.stack = self.arch.stacks[self.arch.main_stack]
-        self.blocks = archs.get(loaded.model.base_model, self.stack.layers)
+        self.blocks = archs.blocks(loaded.model)
         self.ablations, self.patches = list(ablations), list(patches)
         self.read: dict[str, dict[int, torch.Tensor]] = {"queries": {}, "keys": {}, "values": {}, "head_outputs": {}}
         self._check()
@@ -218,13 +219,12 @@ class _Recorder:
 
     def specs(self) -> list[Hook]:
         specs: list[Hook] = []
-        attn = self.stack.self_attention
-        for index, block in enumerate(self.blocks):
-            if self.capture.qkv:
+        if self.capture.qkv:
+            attn = self.stack.self_attention
+            for index, block in enumerate(self.blocks):
                 specs += self._qkv_specs(index, block, attn)
-            mine = [a for a in self.ablations if a.layer == index]
-            if mine or self.capture.head_outputs:
-                specs.append((archs.get(block, attn.out), "pre", self._out_hook(index, mine)))
+        read = range(len(self.blocks)) if self.capture.head_outputs else ()
+        specs += head_output_hooks(self.loaded, self._heads, {*read, *(a.layer for a in self.ablations)})
         for layer in sorted({p.layer for p in self.patches}):  # one hook (one copy of the batch) per layer
             mine = [p for p in self.patches if p.layer == layer]
             specs.append((self._hidden_state_module(layer), "post", self._patch_hook(mine)))
@@ -243,20 +243,19 @@ class _Recorder:
         return [(archs.get(block, path), "post", keep(name, None))
                 for name, path in (("queries", attn.query), ("keys", attn.key), ("values", attn.value))]
 
-    def _out_hook(self, index: int, ablations: list[HeadAblation]) -> Callable:
-        def hook(module, inputs):
-            x = inputs[0]  # (1, T, H * d_head): every head's output side by side
-            if self.capture.head_outputs:
-                self.read["head_outputs"][index] = self._split(x).detach()
-            if not ablations:
-                return None
-            heads = x.reshape(*x.shape[:2], self.loaded.num_heads, -1).clone()  # (B, T, H, d_head)
-            for a in ablations:
-                rows = _rows(a.rows, x.shape[0], f"head {a.layer + 1}.{a.head + 1}")
-                heads[rows, :, a.head] = 0.0 if a.replacement is None else torch.as_tensor(
-                    a.replacement, dtype=x.dtype, device=x.device)
-            return (heads.reshape(x.shape), *inputs[1:])
-        return hook
+    def _heads(self, layer: int, heads: torch.Tensor) -> torch.Tensor | None:
+        """Read and change one layer's head outputs, ``(B, T, H, d_head)``: read before this layer's ablations."""
+        if self.capture.head_outputs:
+            self.read["head_outputs"][layer] = heads[0].transpose(0, 1).detach()  # (H, T, d_head)
+        ablations = [a for a in self.ablations if a.layer == layer]
+        if not ablations:
+            return None
+        heads = heads.clone()
+        for a in ablations:
+            rows = _rows(a.rows, heads.shape[0], f"head {a.layer + 1}.{a.head + 1}")
+            heads[rows, :, a.head] = 0.0 if a.replacement is None else torch.as_tensor(
+                a.replacement, dtype=heads.dtype, device=heads.device)
+        return heads
 
     def _patch_hook(self, patches: list[Patch]) -> Callable:
         """One hook for every patch of one hidden state: the batch is copied once, then each patch written."""
@@ -313,26 +312,41 @@ def intervention_hooks(loaded: LoadedModel, ablate: Sequence[HeadAblation] = (),
     return recorder.specs()
 
 
+def head_output_hooks(loaded: LoadedModel, function: Callable[[int, torch.Tensor], torch.Tensor | None],
+                      layers: Iterable[int] | None = None) -> list[Hook]:
+    """The one way to the head outputs: a pre-hook at the input of W_O (the attention's output projection,
+    where every head's output sits side by side) in each of ``layers`` (None: all), for ``hooks()`` or
+    ``forward``. ``function(layer, heads)`` gets ``heads`` ``(B, T, H, d_head)``, a view of W_O's input,
+    and returns what W_O reads instead (the same shape), or None to leave it as it is."""
+    arch = archs.arch_of(loaded.model)
+    out = arch.stacks[arch.main_stack].self_attention.out
+    chosen = None if layers is None else set(layers)
+
+    def at(layer: int) -> Callable:
+        def hook(module, inputs):
+            x = inputs[0]  # (B, T, H * d_head)
+            heads = function(layer, x.reshape(*x.shape[:2], loaded.num_heads, -1))
+            return None if heads is None else (heads.reshape(x.shape), *inputs[1:])
+        return hook
+
+    return [(archs.get(block, out), "pre", at(i)) for i, block in enumerate(archs.blocks(loaded.model))
+            if chosen is None or i in chosen]
+
+
 def head_scale_hooks(loaded: LoadedModel, scale: torch.Tensor) -> list[Hook]:
     """Hooks that multiply each head's output by ``scale``, ``[layer, head]`` or ``[batch, layer, head]``,
     at the input of W_O: 0 ablates a head, and with ``scale`` all ones and ``requires_grad`` the gradient
     of a loss with respect to it is Michel et al. (2019)'s head importance. Differentiable."""
-    recorder = _Recorder(loaded, Capture(hidden=False), (), ())
-    layers, heads = len(recorder.blocks), loaded.num_heads
+    layers, heads = len(archs.blocks(loaded.model)), loaded.num_heads
     if tuple(scale.shape[-2:]) != (layers, heads) or scale.dim() not in (2, 3):
         raise VizError(f"A head scale must have shape [{layers}, {heads}] or [batch, {layers}, {heads}], "
                        f"not {list(scale.shape)}.")
 
-    def scaled(index: int) -> Callable:
-        def hook(module, inputs):
-            x = inputs[0]  # (B, T, H * d_head)
-            factor = scale[..., index, :].to(x.dtype)  # (H,) or (B, H)
-            factor = factor.reshape(-1 if scale.dim() == 3 else 1, 1, heads, 1)
-            return ((x.reshape(*x.shape[:2], heads, -1) * factor).reshape(x.shape), *inputs[1:])
-        return hook
+    def scaled(layer: int, x: torch.Tensor) -> torch.Tensor:  # (B, T, H, d_head)
+        factor = scale[..., layer, :].to(x.dtype)  # (H,) or (B, H)
+        return x * factor.reshape(-1 if scale.dim() == 3 else 1, 1, heads, 1)
 
-    out = recorder.stack.self_attention.out
-    return [(archs.get(block, out), "pre", scaled(i)) for i, block in enumerate(recorder.blocks)]
+    return head_output_hooks(loaded, scaled)
 
 
 def forward(loaded: LoadedModel, inputs: dict[str, torch.Tensor], specs: Sequence[Hook] = (), hidden: bool = True,

@@ -24,7 +24,15 @@ from plotly.subplots import make_subplots
 from vizcore.decoder.figures import DRAWN_COLOUR, causal_mask_heatmap, probability_ticks, shown
 from vizcore.errors import VizError
 from vizcore.mlm.figures import compact_layout, percent
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, attention_heatmap, axis_labels, base_layout, display_tokens
+from vizcore.plot import (
+    FONT_SIZE,
+    TICK_FONT_SIZE,
+    attention_heatmap,
+    axis_labels,
+    base_layout,
+    display_tokens,
+    layer_head_heatmap,
+)
 from vizcore.seq2seq.record import Seq2SeqRun
 
 GOLD_COLOUR = "#e69f00"  # Okabe-Ito orange: the gold alignment
@@ -120,25 +128,15 @@ def alignment_accuracy_heatmap(accuracy: np.ndarray, title: str = "Alignment acc
     accuracy = np.asarray(accuracy, dtype=np.float64)
     if accuracy.ndim != 2:
         raise VizError(f"The alignment accuracy has shape {accuracy.shape}; expected [layer, head].")
-    layers, heads = accuracy.shape
     text = np.array([["–" if np.isnan(v) else f"{v:.0%}" for v in row] for row in accuracy], dtype=object)
-    fig = go.Figure(go.Heatmap(
-        z=accuracy, x=list(range(heads)), y=list(range(layers)), zmin=0.0, zmax=1.0, colorscale="Viridis",
-        text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE},
-        customdata=np.array([[f"layer {i + 1}, head {h + 1}" for h in range(heads)] for i in range(layers)]),
-        hovertemplate="%{customdata}<br>alignment accuracy %{z:.1%}<extra></extra>",
-        colorbar={"title": {"text": "alignment accuracy"}, "tickformat": ".0%", "tickfont": {"size": TICK_FONT_SIZE}},
-    ))
+    fig = layer_head_heatmap(accuracy, title, "alignment accuracy", zrange=(0.0, 1.0), text=text, value_format=".1%",
+                             layer_title="decoder layer")
+    fig.update_traces(colorbar_tickformat=".0%")
     if not np.isnan(accuracy).all():
         best_layer, best_head = np.unravel_index(np.nanargmax(accuracy), accuracy.shape)
         fig.add_shape(type="rect", x0=best_head - 0.5, x1=best_head + 0.5, y0=best_layer - 0.5, y1=best_layer + 0.5,
                       line={"color": GOLD_COLOUR, "width": 4})
-    fig.update_xaxes(title="head", tickmode="array", tickvals=list(range(heads)),
-                     ticktext=[str(h + 1) for h in range(heads)], side="top", tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(title="decoder layer", tickmode="array", tickvals=list(range(layers)),
-                     ticktext=[str(i + 1) for i in range(layers)], autorange="reversed",
-                     tickfont={"size": TICK_FONT_SIZE})
-    return compact_layout(fig, title, height=int(np.clip(70 * layers + 200, 300, 800)), top=130)
+    return fig
 
 
 def step_distribution_bars(tokens: Sequence[str], probabilities: Sequence[float],

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from vizcore.errors import VizError
-from vizcore.jobs import TrainingJob
+from vizcore.jobs import TrainingHistory, TrainingJob
 from vizcore.seq2seq.alignment import aligned, year_aligned
 from vizcore.seq2seq.dates import (
     END,
@@ -119,13 +119,9 @@ def evaluate(model: DateTransformer, batch: Batch, gold: np.ndarray | None = Non
             "alignment": hits[..., counted].mean((0, 3)).tolist(), "alignment_by_role": by_role}
 
 
-@dataclass
-class DateHistory:
-    steps: list[dict] = field(default_factory=list)  # {"step", "loss", "exact_match", "year_alignment", "seconds"}
-    snapshots: list[tuple[int, np.ndarray]] = field(default_factory=list)  # (step, EXAMPLE's cross [Ld, H, 10, I])
-
-    def copy(self) -> "DateHistory":
-        return DateHistory(list(self.steps), list(self.snapshots))
+class DateHistory(TrainingHistory):
+    """steps: ``{"step", "loss", "exact_match", "year_alignment", "seconds"}``; snapshots: ``(step, EXAMPLE's
+    cross-attention [Ld, H, 10, I])``."""
 
 
 @dataclass

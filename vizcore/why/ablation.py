@@ -25,9 +25,8 @@ from vizcore.finetune.classify import SequenceClassifier, encode_texts, predict_
 from vizcore.finetune.tasks import collate, pad_id_of
 from vizcore.mlm.fill_mask import MAX_TOP_K, top_predictions
 from vizcore.mlm.fill_mask import forward as mlm_forward
-from vizcore.model import arch as archs
 from vizcore.model.loading import LoadedModel
-from vizcore.model.run import HeadAblation, hooks, intervention_hooks
+from vizcore.model.run import HeadAblation, head_output_hooks, hooks, intervention_hooks
 from vizcore.model.run import forward as core_forward
 from vizcore.why.examples import REFERENCE_SENTENCES
 from vizcore.why.targets import masked_input, word_id
@@ -64,28 +63,21 @@ def head_means(loaded: LoadedModel, sentences: Sequence[str] = REFERENCE_SENTENC
     """Each head's mean output over every real token of ``sentences``: float32 ``[L, H, d_head]``."""
     if not sentences:
         raise VizError("Mean ablation needs at least one reference sentence.")
-    arch = archs.arch_of(loaded.model)
-    blocks = archs.blocks(loaded.model)
     sums: dict[int, torch.Tensor] = {}
     count = 0
 
-    def add(index: int):
-        def hook(module, inputs):
-            x = inputs[0]  # (B, T, H * d_head)
-            real = current_mask.unsqueeze(-1).to(x.dtype)  # (B, T, 1)
-            total = (x * real).sum((0, 1)).double().reshape(loaded.num_heads, -1)  # (H, d_head)
-            sums[index] = sums.get(index, 0) + total
-        return hook
+    def add(layer: int, heads: torch.Tensor) -> None:  # (B, T, H, d_head)
+        real = current_mask[:, :, None, None].to(heads.dtype)  # (B, T, 1, 1)
+        sums[layer] = sums.get(layer, 0) + (heads * real).sum((0, 1)).double()  # (H, d_head)
 
-    out = arch.stacks[arch.main_stack].self_attention.out
-    specs = [(archs.get(block, out), "pre", add(i)) for i, block in enumerate(blocks)]
+    specs = head_output_hooks(loaded, add)
     ids = encode_texts(loaded.tokenizer, list(sentences), loaded.max_length)
     for start in range(0, len(ids), batch_size):
         batch = collate(ids[start:start + batch_size], pad_id_of(loaded.tokenizer), loaded.device, loaded.model)
         current_mask = batch["attention_mask"]
         count += int(current_mask.sum())
         core_forward(loaded, batch, specs, hidden=False, attention=False, base_only=True)
-    return (torch.stack([sums[i] for i in range(len(blocks))]) / count).float().cpu().numpy()
+    return (torch.stack([sums[i] for i in range(len(sums))]) / count).float().cpu().numpy()
 
 
 def ablations(heads: Sequence[Head], mode: str, means: np.ndarray | None = None) -> list[HeadAblation]:

@@ -18,23 +18,8 @@ import argparse
 
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.errors import VizError
+from vizcore.mlm.cli import load_masked_lm
 from vizcore.model.catalog import MLM_MODEL
-
-
-def _mlm(args: argparse.Namespace, *texts: str):
-    """The masked-LM, after the checks that need no model (a built-in's mask is [MASK]: say it is missing
-    before spending seconds on loading)."""
-    from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK
-    from vizcore.model.catalog import BUILTIN_MODELS
-    from vizcore.model.loading import load_model
-    from vizcore.model.run import check_text
-
-    for text in texts:
-        check_text(text)
-        if args.model in BUILTIN_MODELS and not TYPED_MASK.search(text):
-            raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
-    return load_model(args.model, device=args.device, head="mlm")
-
 
 # ---- ablate ------------------------------------------------------------------------------------
 
@@ -42,7 +27,7 @@ def _ablate(args: argparse.Namespace) -> dict:
     from vizcore.why.ablation import ablate_mlm, parse_heads
 
     parse_heads(args.heads, 10**6, 10**6)  # the syntax, before loading
-    loaded = _mlm(args, args.text)
+    loaded = load_masked_lm(args, args.text)
     heads = parse_heads(args.heads, loaded.num_layers, loaded.num_heads)
     if not heads:
         raise VizError("No heads to ablate: give --heads layer:head[,layer:head...], 1-based, e.g. 3:5,4:1.")
@@ -71,7 +56,7 @@ def _register_ablate(subparsers: argparse._SubParsersAction) -> None:
 def _patch(args: argparse.Namespace) -> dict:
     from vizcore.why.patching import patch_sweep
 
-    loaded = _mlm(args, args.clean, args.corrupt)
+    loaded = load_masked_lm(args, args.clean, args.corrupt)
     result = patch_sweep(loaded, args.clean, args.corrupt, args.answer, args.contrast)
     return {**result.to_dict(), "device": str(loaded.device)}
 
@@ -97,7 +82,7 @@ def _attribute(args: argparse.Namespace) -> dict:
     from vizcore.why.attribution import DEFAULT_STEPS, answer_target, attribute, check_steps, to_json
 
     steps = check_steps(DEFAULT_STEPS if args.steps is None else args.steps)
-    loaded = _mlm(args, args.text)
+    loaded = load_masked_lm(args, args.text)
     target = answer_target(loaded, args.text, args.answer)
     return to_json(attribute(target, [args.method], steps), args.method, loaded.name)
 

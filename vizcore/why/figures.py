@@ -15,37 +15,18 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from vizcore.mlm.figures import compact_layout, percent, percent_axis_format, plain
-from vizcore.plot import DIVERGING, FONT_SIZE, SEQUENTIAL, TICK_FONT_SIZE, axis_labels, base_layout, display_tokens
+from vizcore.plot import (
+    DIVERGING,
+    FONT_SIZE,
+    TICK_FONT_SIZE,
+    axis_labels,
+    base_layout,
+    display_tokens,
+    layer_head_heatmap,
+)
 
 BEFORE_COLOUR, AFTER_COLOUR = "#1f5fa8", "#c2410c"  # plain model blue, intervention orange
 
-
-def layer_head_heatmap(values: np.ndarray, title: str, value_name: str, diverging: bool = True,
-                       marked: Sequence[tuple[int, int]] = (), zrange: tuple[float, float] | None = None,
-                       colorscale: str | None = None) -> go.Figure:
-    """A ``[layer, head]`` map, 1-based labels ("layer 3", "head 5"); ``marked`` heads carry an ✕.
-
-    Hover: layer, head and the exact value. Diverging scales are centred on 0.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    layers, heads = values.shape
-    if zrange is None:
-        bound = float(np.nanmax(np.abs(values), initial=0.0)) or 1.0
-        zrange = (-bound, bound) if diverging else (0.0, float(np.nanmax(values, initial=0.0)) or 1.0)
-    text = np.full(values.shape, "", dtype=object)
-    for layer, head in marked:
-        text[layer, head] = "✕"
-    fig = go.Figure(go.Heatmap(
-        z=values, x=[f"head {h + 1}" for h in range(heads)], y=[f"layer {layer + 1}" for layer in range(layers)],
-        zmin=zrange[0], zmax=zrange[1], colorscale=colorscale or (DIVERGING if diverging else "Oranges"),
-        text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE + 4},
-        hovertemplate=f"%{{y}}, %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>", xgap=2, ygap=2,
-        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
-    ))
-    fig.update_xaxes(side="top", tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
-    compact_layout(fig, title, height=int(np.clip(46 * layers + 180, 300, 760)), top=110)
-    return fig
 
 # ---- ablation ----------------------------------------------------------------------------------
 
@@ -102,7 +83,7 @@ def importance_ranks(values: np.ndarray) -> np.ndarray:
 
 
 def importance_heatmap(values: np.ndarray, title: str, value_name: str, diverging: bool = False) -> go.Figure:
-    """A ``[layer, head]`` importance as a layers x heads map (``layer_head_heatmap``), the hover adding each
+    """A ``[layer, head]`` importance as a layers x heads map (``plot.layer_head_heatmap``), the hover adding each
     head's rank (1 = most important). ``diverging``: red/blue centred on 0, for scores that can be negative
     (the model does better without the head); else a sequential scale from the smallest score."""
     values = np.asarray(values, dtype=np.float64)
@@ -112,11 +93,8 @@ def importance_heatmap(values: np.ndarray, title: str, value_name: str, divergin
                        f"of {values.size} (1 = most important)" for h in range(heads)] for l in range(layers)],
                      dtype=object)
     low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
-    fig = layer_head_heatmap(values, title, value_name, diverging=diverging,
-                             zrange=None if diverging else (low, high if high > low else low + 1.0),
-                             colorscale=None if diverging else SEQUENTIAL)
-    fig.update_traces(customdata=hover, hovertemplate="%{customdata}<extra></extra>")
-    return fig
+    return layer_head_heatmap(values, title, value_name, diverging=diverging, hover=hover,
+                              zrange=None if diverging else (low, high if high > low else low + 1.0))
 
 
 def pruning_lines(removed: np.ndarray, curves: dict[str, np.ndarray], intact: float, metric_name: str,

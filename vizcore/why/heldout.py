@@ -21,11 +21,10 @@ import numpy as np
 import torch
 
 from vizcore.errors import VizError
-from vizcore.mlm.fill_mask import separable_head
+from vizcore.mlm.fill_mask import logits_at
 from vizcore.mlm.masking import IGNORE
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import Hook, check_text, model_inputs
-from vizcore.model.run import forward as core_forward
 
 DEFAULT_RATE = 0.15
 
@@ -149,17 +148,9 @@ def log_prob_sums(loaded: LoadedModel, inputs: dict[str, torch.Tensor], labels: 
                   specs: Sequence[Hook] = (), grad: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row of a batch run with ``specs``: the sum of log p(original piece) over its masked positions,
     and their number; both ``(B,)``. The masked-LM head is applied at the masked positions only."""
-    head = separable_head(loaded)
-    output = core_forward(loaded, inputs, specs, hidden=False, attention=False, base_only=head is not None,
-                          grad=grad)
     rows, cols = torch.nonzero(labels != IGNORE, as_tuple=True)  # (M,) each
+    logits, _ = logits_at(loaded, inputs, rows, cols, specs, grad=grad)  # (M, V)
     with torch.enable_grad() if grad else torch.inference_mode():
-        if head is not None:
-            logits = head(output.last_hidden_state[rows, cols])  # (M, V)
-        elif getattr(output, "logits", None) is not None:
-            logits = output.logits[rows, cols]
-        else:
-            raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
         picked = torch.log_softmax(logits.float(), dim=-1).gather(1, labels[rows, cols, None])[:, 0]  # (M,)
         sums = torch.zeros(labels.shape[0], dtype=picked.dtype, device=picked.device).index_add(0, rows, picked)
     counts = (labels != IGNORE).sum(1).to(sums.dtype)

@@ -15,10 +15,9 @@ from typing import Sequence
 import torch
 
 from vizcore.errors import VizError
-from vizcore.mlm.fill_mask import preprocess, separable_head
+from vizcore.mlm.fill_mask import logits_at, preprocess
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import Hook, model_inputs
-from vizcore.model.run import forward as core_forward
 
 
 @dataclass(frozen=True)
@@ -64,14 +63,6 @@ def mask_logits(loaded: LoadedModel, inputs: dict[str, torch.Tensor], positions:
                 specs: Sequence[Hook] = (), grad: bool = False) -> torch.Tensor:
     """Vocabulary logits ``(B, V)`` at ``positions`` (one per row, or one for all rows) of a batch run
     with ``specs``; with ``grad`` the graph is kept (gradients with respect to embeddings or head scales)."""
-    head = separable_head(loaded)
-    output = core_forward(loaded, inputs, specs, hidden=False, attention=False, base_only=head is not None,
-                          grad=grad)
     rows = next(iter(inputs.values())).shape[0]
     index = torch.as_tensor([positions] * rows if isinstance(positions, int) else list(positions))
-    if head is None:
-        if getattr(output, "logits", None) is None:
-            raise VizError(f"'{loaded.name}' gives no vocabulary logits: load it with its masked-LM head.")
-        return output.logits[torch.arange(rows), index]
-    with torch.enable_grad() if grad else torch.inference_mode():
-        return head(output.last_hidden_state[torch.arange(rows), index])
+    return logits_at(loaded, inputs, torch.arange(rows), index, specs, grad=grad)[0]
