@@ -51,8 +51,10 @@ def test_ranking_the_masked_lm_heads_shows_both_maps_their_correlation_and_the_p
     assert not at.exception and not at.error
     assert result.examples == 3 and result.gradient.shape == (6, 12)
 
-    ablation = chart(at, "Ablation")["data"][0]
-    assert ablation["y"][0] == "layer 1" and ablation["x"][11] == "head 12"
+    figure = chart(at, "Ablation")
+    ablation, axes = figure["data"][0], figure["layout"]
+    assert (axes["yaxis"]["title"]["text"], axes["yaxis"]["ticktext"][0]) == ("layer", "1")  # 1-based labels
+    assert (axes["xaxis"]["title"]["text"], axes["xaxis"]["ticktext"][11]) == ("head", "12")
     np.testing.assert_allclose(decode_plotly(ablation["z"]), result.ablation[0], rtol=1e-6, atol=1e-7)
     assert "rank" in ablation["customdata"][0][0]
     gradient = chart(at, "Gradient")["data"][0]
