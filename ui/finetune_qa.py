@@ -12,8 +12,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from ui.feedback import CHART
-from ui.training import plain
+from ui.feedback import CHART, plain
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import token_map
 from vizcore.finetune.figures import pca_scatter

@@ -8,7 +8,6 @@ others wait in line, seeing their place.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -35,11 +34,6 @@ def get_builtin_data(kind: str = "sentence") -> TrainTestData:
 @st.cache_data(show_spinner="Reading the CSV…", max_entries=4)
 def get_csv_frame(payload: bytes, name: str) -> pd.DataFrame:
     return read_csv_bytes(payload, name)
-
-
-def plain(text: str) -> str:
-    """User text (CSV labels) for st.markdown: markdown and HTML characters shown as themselves."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))
 
 
 def _key(task: Task, name: str) -> str:

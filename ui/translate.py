@@ -15,9 +15,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from ui import jobs, url_state
-from ui.feedback import or_none
+from ui.feedback import or_none, plain
 from ui.state import import_model_stack, selection
-from ui.training import plain
 from vizcore.model.catalog import SUGGESTED_HUB_SEQ2SEQ
 from vizcore.seq2seq.dates import EXAMPLES, random_text
 from vizcore.seq2seq.decoding import MAX_WIDTH
