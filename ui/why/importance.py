@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui import jobs, url_state
 from ui.feedback import CHART, or_none
-from ui.why import WhyContext
+from ui.why.page import WhyContext
 from vizcore.why.figures import importance_heatmap, pruning_lines, rank_scatter
 from vizcore.why.heldout import SENTENCES
 from vizcore.why.importance import (

@@ -9,10 +9,10 @@ import json
 
 import streamlit as st
 
-from ui import why
 from ui.feedback import CHART, or_none, or_stop
 from ui.state import get_model
-from ui.why import WhyContext
+from ui.why import page as why
+from ui.why.page import WhyContext
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import finetuned_model
 from vizcore.mlm.figures import percent

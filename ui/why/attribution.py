@@ -11,10 +11,11 @@ import json
 
 import streamlit as st
 
-from ui import url_state, why
+from ui import url_state
 from ui.feedback import CHART, or_stop
 from ui.state import get_model
-from ui.why import Classifier, WhyContext
+from ui.why import page as why
+from ui.why.page import Classifier, WhyContext
 from vizcore.finetune.classify import predict_proba
 from vizcore.plot import display_tokens
 from vizcore.why.attribution import (

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ui.feedback import CHART, or_stop
 from ui.state import get_model
-from ui.why import WhyContext
+from ui.why.page import WhyContext
 from vizcore.why.examples import PATCH_PAIRS, PatchPair
 from vizcore.why.figures import layer_head_heatmap, patching_heatmap
 from vizcore.why.patching import PatchingResult, patch_sweep
