@@ -9,8 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import attention as ua
-from ui import embeddings as emb
 from ui import url_state
+from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
 from ui.state import get_model, selection, set_sentence
 from vizcore.embeddings.figures import projection_scatter, query_key_colouring, query_key_hover, query_key_symbols

@@ -1,7 +1,8 @@
 """Streamlit side of the Embeddings page: the view on screen, the sidebar's model, the controls several views
 share (pooling and layer of a sentence vector; the sentences of the projections), the link.
 
-Each view lives in its own module (``ui/embeddings_*.py``) with ``URL_PARAMS`` and ``show(loaded) -> params``.
+Each view lives in its own module beside this one (``ui/embeddings/<view>.py``) with ``URL_PARAMS`` and
+``show(loaded) -> params``.
 """
 
 from __future__ import annotations

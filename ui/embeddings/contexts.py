@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import embeddings as emb
 from ui import url_state
+from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
 from ui.state import get_model, selection
 from vizcore.embeddings.contexts import (

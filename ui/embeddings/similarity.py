@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import embeddings as emb
+from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
 from ui.state import get_model, selection
 from vizcore.embeddings.figures import cosine_heatmap
