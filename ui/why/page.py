@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ui import training, url_state
+from ui import url_state
 from ui.feedback import or_stop
+from ui.finetune import training
 from ui.state import Selection, get_model, selection
 from vizcore.errors import VizError
 from vizcore.finetune.datasets import TrainTestData

@@ -1,4 +1,5 @@
-"""Streamlit side of the Fine-tuning lab: data and settings widgets, the live training panel, results.
+"""The Fine-tuning lab's settings and its job: the built-in data and CSVs (cached), the settings widgets, and
+starting, stopping and describing this session's training job (also read by the Why? page).
 
 The training job (``vizcore.finetune.TrainingJob``) lives in this session's state and trains its own
 copy of the model in a background thread. It goes through the server's one job queue (``ui/jobs.py``):

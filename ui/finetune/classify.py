@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.feedback import CHART, plain
-from ui.training import current_job, get_builtin_data, get_csv_frame, mistakes_first
+from ui.finetune.training import current_job, get_builtin_data, get_csv_frame, mistakes_first
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import embedding_map, evaluate, finetuned_model, predict_sentence
 from vizcore.finetune.classify import encode_pairs

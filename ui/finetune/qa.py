@@ -1,6 +1,6 @@
 """The Fine-tuning lab's extractive question answering: data (built-in or upload) and the results views.
 
-The lead's dispatcher (ui/finetune_views.py) calls ``data_section()`` before training and
+The lab's dispatcher (ui/finetune/views.py) calls ``data_section()`` before training and
 ``results_section(result, data)`` after. Everything heavy (reading the held-out set with the
 fine-tuned model) is computed once per finished run and kept in this session's state.
 """

@@ -1,20 +1,20 @@
 """The Fine-tuning lab's task tab: which task, its data, the shared settings, Train/Stop, the live panel
 and the results of this session's job (polled while it runs).
 
-Each task's own data and results live in one module (``TASK_UI``): ui/finetune_classify.py (sentence,
-pair), ui/finetune_token.py, ui/finetune_qa.py; what every task shares (curves, the headline figures,
-which attention heads changed) is here.
+Each task's own data and results live in one module beside this one (``task_ui()``): classify.py
+(sentence, pair), token.py, qa.py; what every task shares (curves, the headline figures, which attention
+heads changed) is here, the settings and the job in training.py.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import finetune_qa, finetune_token, jobs
+from ui import jobs
 from ui.feedback import CHART
-from ui.finetune_classify import PAIR_UI, SENTENCE_UI
-from ui.state import selection
-from ui.training import (
+from ui.finetune import qa, token
+from ui.finetune.classify import PAIR_UI, SENTENCE_UI
+from ui.finetune.training import (
     KEY_ANALYSIS,
     KEY_JOB,
     current_job,
@@ -24,6 +24,7 @@ from ui.training import (
     start_job,
     stop_job,
 )
+from ui.state import selection
 from vizcore.attention.extract import extract_attention
 from vizcore.finetune.analysis import attention_change, finetuned_model
 from vizcore.finetune.figures import head_change_heatmap, training_curves
@@ -44,7 +45,7 @@ TASK_HELP = {
 def task_ui() -> dict[str, object]:
     """Task name -> its UI (``data_section()``, ``results_section(result, data)``, optionally
     ``attention_inputs(data) -> (texts, pairs or None)``), in the order of the registry."""
-    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI, "token": finetune_token, "qa": finetune_qa}
+    found = {"sentence": SENTENCE_UI, "pair": PAIR_UI, "token": token, "qa": qa}
     return {name: found[name] for name in task_names()}
 
 
