@@ -2,12 +2,15 @@
 
 Computation: vizcore/seq2seq/ (dates, model, decoding, alignment, training, hub) · figures: vizcore/seq2seq/figures.py ·
 CLI: python -m vizcore translate-date · docs: docs/ENCODER_DECODER.md
+UI: ui/seq2seq/ (page: the model, the controls, the cached runs, the link; views: one answer's views; training:
+the train-it-here tab). URL: /translate
 """
 
 import streamlit as st
 
-from ui import translate as tr
-from ui import translate_training, translate_views, url_state
+from ui import url_state
+from ui.seq2seq import page as tr
+from ui.seq2seq import training, views
 
 for problem in tr.read_url():
     st.warning(problem)
@@ -34,15 +37,15 @@ steps_tab, attention_tab, alignment_tab, train_tab = st.tabs(
     ["Decoding, step by step", "The three attentions", "Alignment per head", "Train from scratch"])
 if view is not None:
     with steps_tab:
-        translate_views.show_steps(view, layer, head)
+        views.show_steps(view, layer, head)
         step = int(st.session_state[tr.K["step"]])
     with attention_tab:
-        translate_views.show_attentions(view, layer, enc_layer, head)
+        views.show_attentions(view, layer, enc_layer, head)
     with alignment_tab:
-        translate_views.show_alignment(view, layer, head)
+        views.show_alignment(view, layer, head)
     where = (step, layer, enc_layer, head)
 with train_tab:
-    translate_training.panel()
+    training.panel()
 if view is not None:
     tr.download(view)
 url_state.write(tr.url_params(choice, source, target, beam, view, where))

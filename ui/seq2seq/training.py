@@ -7,7 +7,7 @@ import streamlit as st
 
 from ui import jobs
 from ui.feedback import CHART
-from ui.translate import KEY_JOB, TRAINED, K, reset_step, trained_job
+from ui.seq2seq.page import KEY_JOB, TRAINED, K, reset_step, trained_job
 from vizcore.errors import VizError
 from vizcore.seq2seq.alignment import alignment_accuracy
 from vizcore.seq2seq.dates import START, gold_alignment, parse_date

@@ -10,7 +10,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART
-from ui.translate import SHIPPED, TRAINED, K, View, chips, trained_job
+from ui.seq2seq.page import SHIPPED, TRAINED, K, View, chips, trained_job
 from vizcore.seq2seq.alignment import aligned, alignment_accuracy
 from vizcore.seq2seq.dates import OUTPUT_VOCAB, START
 from vizcore.seq2seq.decoding import Beam
