@@ -23,7 +23,7 @@ def main() -> None:
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
         st.Page("pages/fill_mask.py", title="Pre-training: masked words & next sentence", icon=":material/edit_note:",
                 url_path="fill-mask"),
-        st.Page("pages/generate.py", title="Generate", icon=":material/auto_awesome:", url_path="generate"),
+        st.Page("pages/decoder.py", title="Generate", icon=":material/auto_awesome:", url_path="generate"),
         st.Page("pages/seq2seq.py", title="Translate: the whole Transformer", icon=":material/translate:",
                 url_path="translate"),
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),

@@ -2,12 +2,13 @@
 
 Computation: vizcore/decoder/ (sampling, generation, steps, beam) · figures: vizcore/decoder/figures.py ·
 CLI: python -m vizcore generate
+UI: ui/decoder/ (page: the model, prompt and controls, the cached computations, the link). URL: /generate
 """
 
 import streamlit as st
 
-from ui import generate as gen
 from ui import url_state
+from ui.decoder import page as gen
 from ui.feedback import or_stop
 from ui.state import selection
 
