@@ -21,7 +21,7 @@ def main() -> None:
         st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/stairs:",
                 url_path="step-by-step"),
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
-        st.Page("pages/fill_mask.py", title="Pre-training: masked words & next sentence", icon=":material/edit_note:",
+        st.Page("pages/mlm.py", title="Pre-training: masked words & next sentence", icon=":material/edit_note:",
                 url_path="fill-mask"),
         st.Page("pages/decoder.py", title="Generate", icon=":material/auto_awesome:", url_path="generate"),
         st.Page("pages/seq2seq.py", title="Translate: the whole Transformer", icon=":material/translate:",

@@ -200,7 +200,7 @@ def fill(tmp_path_factory):
         from tests.support.mlm_weights import make_mlm_weights
 
         patch.setenv(WEIGHTS_ENV, str(make_mlm_weights(tmp_path_factory.mktemp("hostile-mlm") / "mlm.safetensors")))
-    at = open_page("pages/fill_mask.py")
+    at = open_page("pages/mlm.py")
     at.normal = bars(at)
     yield at
     patch.undo()
@@ -517,8 +517,8 @@ LINKS = {
     "positional-model-dot-dot": ("pages/positional.py", {"model": "../../x"}, ("error", "does not exist")),
     "finetune-model-url": ("pages/finetune.py", {"model": "https://huggingface.co/bert-base-uncased"},
                            ("error", "give the hub id")),
-    "fill-mask-600-masks": ("pages/fill_mask.py", {"masked": SENTENCES["600-masks"]}, ("error", "600 masks")),
-    "fill-mask-model-dot-dot": ("pages/fill_mask.py", {"mlm": "../../x"}, ("error", "does not exist")),
+    "fill-mask-600-masks": ("pages/mlm.py", {"masked": SENTENCES["600-masks"]}, ("error", "600 masks")),
+    "fill-mask-model-dot-dot": ("pages/mlm.py", {"mlm": "../../x"}, ("error", "does not exist")),
 }
 
 
@@ -534,7 +534,7 @@ def test_hostile_link(new_app, tiny_bert_dir, name):
     message(at, kind, part)
     if "text" in params and kind == "error":
         assert at.session_state["shared.text"] == params["text"]  # the link's text is kept
-    if page == "pages/fill_mask.py":  # its own sentence and model
+    if page == "pages/mlm.py":  # its own sentence and model
         at.session_state["fill_mask.model_choice"] = MLM_MODEL
         at.session_state["fill_mask.text"] = NORMAL_MASKED
         at.run()

@@ -58,6 +58,6 @@ def test_changing_the_sentence_rewrites_the_link_on_every_page(new_app):
 def test_fill_mask_writes_its_model_and_sentence(new_app):
     at = new_app().run()
     at.query_params.update({"masked": "The cat sat on the [MASK]."})
-    at.switch_page("pages/fill_mask.py").run()
+    at.switch_page("pages/mlm.py").run()
     assert not at.exception and not at.error
     assert param(at, "masked") == "The cat sat on the [MASK]." and param(at, "mlm") == "minilm-mlm-tuned"

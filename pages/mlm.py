@@ -1,15 +1,18 @@
 """Pre-training: BERT's two tasks. Masked words (prediction, layer by layer, the masked position's
-attention, the 80/10/10 rule) and next sentence prediction (ui/nsp.py).
+attention, the 80/10/10 rule) and next sentence prediction.
 
 Computation: vizcore/mlm/ (fill_mask, masking, masking_demo, weights, nsp) · figures: vizcore/mlm/figures.py ·
 CLI: python -m vizcore fill-mask, python -m vizcore nsp (vizcore/mlm/cli.py)
+UI: ui/mlm/ (page: the model, the sentence, the cached fill-mask computations; nsp: the next-sentence section).
+URL: /fill-mask
 """
 
 import streamlit as st
 
-from ui import fill_mask_state as fm
-from ui import nsp, url_state
+from ui import url_state
 from ui.feedback import CHART, or_none
+from ui.mlm import nsp
+from ui.mlm import page as fm
 from ui.state import selection
 from vizcore.errors import VizError
 from vizcore.mlm.figures import (

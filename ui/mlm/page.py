@@ -1,4 +1,5 @@
-"""Streamlit side of the Fill-mask page: its model choice, cached computations and callbacks.
+"""Streamlit side of the pre-training page's masked words (/fill-mask): its model choice, cached computations and
+callbacks.
 
 The page has its own model and sentence (a masked-LM and a sentence with [MASK]); the device comes
 from the shared sidebar. Models come from ``ui.state.get_model`` (one per server, read-only).
