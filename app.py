@@ -18,7 +18,7 @@ def main() -> None:
     pages = [
         st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
         st.Page("pages/attention.py", title="Attention Explorer", icon=":material/grid_on:", url_path="attention"),
-        st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/stairs:",
+        st.Page("pages/inside.py", title="Attention, step by step", icon=":material/stairs:",
                 url_path="step-by-step"),
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
         st.Page("pages/mlm.py", title="Pre-training: masked words & next sentence", icon=":material/edit_note:",

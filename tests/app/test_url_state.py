@@ -14,7 +14,7 @@ def param(at, name):
 # page, the link's page parameters, (widget kind or "session", key, expected value) after opening it
 PAGES = [
     ("pages/home.py", {"layer": "2", "head": "5"}, [("session", "home.layer", 2), ("session", "home.head", 5)]),
-    ("pages/step_by_step.py", {"layer": "4", "head": "7"},
+    ("pages/inside.py", {"layer": "4", "head": "7"},
      [("slider", "step_by_step.layer", 4), ("slider", "step_by_step.head", 7)]),
     ("pages/positional.py", {"length": "32", "d_model": "16"},
      [("number_input", "positional.length", 32), ("number_input", "positional.d_model", 16)]),

@@ -1,4 +1,4 @@
-"""Streamlit side of the "Attention, step by step" and "Positional encoding" pages: cached wrappers.
+"""Streamlit side of the "Attention, step by step" page (/step-by-step): cached wrappers and two displays.
 
 Everything heavy goes through ``st.cache_data`` keyed on plain values (model name, device, text,
 sizes); the shared model comes from ``ui.state`` and is only read, never hooked or trained.
@@ -24,17 +24,6 @@ from vizcore.inside.demos import (
 from vizcore.inside.steps import EmbeddingParts, LayerSteps, architecture, embedding_parts, layer_steps
 from vizcore.model.record import Run
 from vizcore.plot import matrix_heatmap
-from vizcore.positional.encoding import LearnedPositions, learned_positions, sinusoidal_encoding
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def get_sinusoidal(positions: int, d_model: int) -> np.ndarray:
-    return sinusoidal_encoding(positions, d_model)
-
-
-@st.cache_data(show_spinner="Reading the model's position table…", max_entries=8)
-def get_learned(name: str, device: str, positions: int) -> LearnedPositions:
-    return learned_positions(get_model(name, device), positions)
 
 
 def get_run(name: str, device: str, text: str, pair: str | None) -> Run:

@@ -2,6 +2,7 @@
 
 Computation: vizcore/inside/steps.py, vizcore/inside/demos.py · figures: vizcore/inside/figures.py,
 vizcore/plot.py · CLI: none yet (the recomputation is checked in tests/unit/test_steps.py)
+UI: ui/inside/ (page: the cached recomputation and demos, the matrix and check displays). URL: /step-by-step
 """
 
 import pandas as pd
@@ -9,7 +10,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_none, or_stop
-from ui.inside import (
+from ui.inside.page import (
     get_embedding_parts,
     get_padding,
     get_permutation,
