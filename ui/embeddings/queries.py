@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import attention as ua
 from ui import url_state
+from ui.attention import page as ua
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
 from ui.state import get_model, selection, set_sentence

@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from ui import attention as ua
+from ui.attention import page as ua
 from ui.attention_component import attention_view
 from ui.feedback import or_stop
 from ui.state import OTHER_MODEL, Selection, model_choices, model_or_stop
