@@ -60,14 +60,6 @@ def number_in(low: float, high: float, what: str) -> Callable[[str], float]:
     return parse
 
 
-def one_of(choices: tuple[str, ...], what: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        if raw not in choices:
-            raise ValueError(f"{what} must be one of {', '.join(choices)}.")
-        return raw
-    return parse
-
-
 def set_model_from_link(raw: str) -> str:
     """The link's ``lm``: a listed model, or any other name (for the "Other" box)."""
     name = raw.strip()
@@ -82,7 +74,7 @@ def read_url() -> list[str]:
     return url_state.read("generate", {
         "prompt": (K["prompt"], str),
         "lm": (K["model_choice"], set_model_from_link),
-        "mode": (K["mode"], one_of(MODES, "mode")),
+        "mode": (K["mode"], url_state.one_of(MODES, "mode")),
         "temperature": (K["temperature"], number_in(0, 2, "temperature")),
         "top_k": (K["top_k"], url_state.integer_in(0, 100, "top-k")),
         "top_p": (K["top_p"], number_in(0.05, 1, "top-p")),

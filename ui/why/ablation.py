@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from ui import url_state
 from ui.feedback import CHART, or_none, or_stop
 from ui.state import get_model
 from ui.why import page as why
@@ -19,6 +20,7 @@ from vizcore.mlm.figures import percent
 from vizcore.model.loading import LoadedModel
 from vizcore.plot import attention_heatmap
 from vizcore.why.ablation import (
+    MODES,
     AblationResult,
     ClassifierEffect,
     ablate_classifier,
@@ -33,13 +35,7 @@ KEY_MODE = "why.ablation.mode"
 KEY_TOP_K = "why.ablation.top_k"
 KEY_WORD = "why.ablation.word"
 KEY_LINK_HEADS = "why.ablation.link_heads"  # heads=3:5,4:1 from a link, applied once the model is known
-URL_PARAMS = {"heads": (KEY_LINK_HEADS, str), "mode": (KEY_MODE, lambda raw: _mode(raw))}
-
-
-def _mode(raw: str) -> str:
-    if raw not in ("zero", "mean"):
-        raise ValueError("mode is zero or mean.")
-    return raw
+URL_PARAMS = {"heads": (KEY_LINK_HEADS, str), "mode": (KEY_MODE, url_state.one_of(MODES, "mode"))}
 
 
 def layer_key(layer: int) -> str:
@@ -106,7 +102,7 @@ def get_ablation(name: str, device: str, masked: str, heads: tuple[tuple[int, in
 
 def settings(ctx: WhyContext) -> tuple[str, int, str | None]:
     left, middle, right = st.columns(3)
-    mode = left.radio("Switched off means", ("zero", "mean"), key=KEY_MODE, horizontal=True,
+    mode = left.radio("Switched off means", MODES, key=KEY_MODE, horizontal=True,
                       format_func={"zero": "output set to zero", "mean": "output set to its mean"}.get,
                       help="Mean: the head's average output over 24 reference sentences, the same at every "
                            "position; only what is specific to this sentence is lost.")

@@ -40,15 +40,9 @@ MAX_UI_STEPS = 400
 EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 
 
-def _explain(raw: str) -> str:
-    if raw not in EXPLAIN:
-        raise ValueError(f"explain is one of {', '.join(EXPLAIN)}.")
-    return raw
-
-
 # ``output`` is the answer word, or the class name with explain=class (patching has its own ``answer``,
 # head importance its own ``target``).
-URL_PARAMS = {"explain": (KEY_EXPLAIN, _explain), "output": (KEY_LINK_TARGET, str),
+URL_PARAMS = {"explain": (KEY_EXPLAIN, url_state.one_of(EXPLAIN, "explain")), "output": (KEY_LINK_TARGET, str),
               "steps": (KEY_STEPS, url_state.integer_in(1, MAX_UI_STEPS, "steps"))}
 
 

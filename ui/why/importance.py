@@ -41,13 +41,7 @@ METRIC_NAMES = {"log_prob": "mean log-probability of the masked words", "loss": 
 DROP_NAMES = {"log_prob": "drop in mean log-prob", "loss": "rise in loss", "accuracy": "drop in accuracy"}
 
 
-def _target(raw: str) -> str:
-    if raw not in TARGETS:
-        raise ValueError(f"target is one of {', '.join(TARGETS)}.")
-    return raw
-
-
-URL_PARAMS = {"target": (KEY_TARGET, _target),
+URL_PARAMS = {"target": (KEY_TARGET, url_state.one_of(TARGETS, "target")),
               "count": (KEY_COUNT, url_state.integer_in(MIN_COUNT, 100_000, "count"))}
 
 

@@ -149,12 +149,7 @@ def choose_part() -> str:
 
 def read_url(*part_params: dict) -> list[str]:
     """The link's part and word, and each part's own parameters (on the session's first visit to the page)."""
-    def part(raw: str) -> str:
-        if raw not in PARTS:
-            raise ValueError(f"part is one of {', '.join(PARTS)}.")
-        return raw
-
-    params = {"part": (KEY_PART, part), "word": (KEY_WORD, str)}
+    params = {"part": (KEY_PART, url_state.one_of(PARTS, "part")), "word": (KEY_WORD, str)}
     for more in part_params:
         params.update(more)
     return url_state.read("why", params)
