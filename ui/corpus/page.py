@@ -12,7 +12,7 @@ import streamlit as st
 
 from ui import jobs, scratch, url_state
 from ui.feedback import CHART, or_stop
-from ui.state import get_model, selection
+from ui.state import get_model, segmented_choice, selection
 from vizcore.corpus import figures
 from vizcore.corpus.measures import MEASURES, Worker
 from vizcore.corpus.relations import ALL, best_heads
@@ -84,11 +84,7 @@ def stamp_of(folder: str) -> float:
 
 def choose_folder() -> str | None:
     """The folder whose results are shown, from the source control; None while nothing is ready."""
-    state = st.session_state
-    if state.get(KEY_SOURCE) not in SOURCES:
-        state[KEY_SOURCE] = "demo"
-    source = st.segmented_control("Results", list(SOURCES), key=KEY_SOURCE, format_func=SOURCES.get,
-                                  label_visibility="collapsed") or "demo"
+    source = segmented_choice("Results", SOURCES, KEY_SOURCE, "demo")
     if source == "demo":
         st.caption(f"The built-in demo: {_demo_caption()}.")
         return str(DEMO_DIR)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import or_stop
-from ui.state import get_model, selection
+from ui.state import get_model, segmented_choice, selection
 from vizcore.embeddings.contexts import CONTEXT_SETS, state_label
 from vizcore.embeddings.figures import common_words
 from vizcore.embeddings.projection import TokenPoints, spread
@@ -79,11 +79,7 @@ def keep_choices() -> None:
 
 
 def choose_view() -> str:
-    if st.session_state.get(KEY_VIEW) not in VIEWS:
-        st.session_state[KEY_VIEW] = "similarity"
-    view = st.segmented_control("View", list(VIEWS), key=KEY_VIEW, format_func=VIEWS.get,
-                                label_visibility="collapsed")
-    return view or "similarity"
+    return segmented_choice("View", VIEWS, KEY_VIEW, "similarity")
 
 
 def model() -> LoadedModel:

@@ -16,7 +16,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import or_stop
 from ui.finetune import training
-from ui.state import Selection, get_model, selection
+from ui.state import Selection, get_model, segmented_choice, selection
 from vizcore.errors import VizError
 from vizcore.finetune.datasets import TrainTestData
 from vizcore.finetune.training import FinetuneResult
@@ -140,11 +140,7 @@ def followed_word(ctx: WhyContext, key: str, label: str, help: str, where=st) ->
 
 
 def choose_part() -> str:
-    if st.session_state.get(KEY_PART) not in PARTS:
-        st.session_state[KEY_PART] = "ablation"
-    part = st.segmented_control("Question", list(PARTS), key=KEY_PART, format_func=PARTS.get,
-                                label_visibility="collapsed")
-    return part or "ablation"
+    return segmented_choice("Question", PARTS, KEY_PART, "ablation")
 
 
 def read_url(*part_params: dict) -> list[str]:
