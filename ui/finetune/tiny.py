@@ -22,16 +22,9 @@ def tiny_panel() -> None:
         "digit, and the heads learn where to look: for **reversal**, position *i* looks at position "
         "*n − 1 − i*, the anti-diagonal.")
     config = _settings()
-    busy = jobs.active(jobs.current(KEY_TINY_JOB))
     left, right, _ = st.columns([2, 1, 4])
-    if left.button("Train from scratch", type="primary", key="finetune.tiny_train", disabled=busy):
-        try:
-            jobs.submit(KEY_TINY_JOB, TinyJob(config))
-        except VizError as error:
-            st.error(str(error))
-            return
-        busy = True
-    right.button("Stop", key="finetune.tiny_stop", disabled=not busy, on_click=jobs.stop, args=(KEY_TINY_JOB,))
+    jobs.start_stop(KEY_TINY_JOB, lambda: TinyJob(config), "Train from scratch",
+                    ("finetune.tiny_train", "finetune.tiny_stop"), where=(left, right))
     jobs.live(KEY_TINY_JOB, _draw)
 
 

@@ -8,7 +8,6 @@ import streamlit as st
 from ui import jobs
 from ui.feedback import CHART
 from ui.seq2seq.page import KEY_JOB, TRAINED, K, reset_step, trained_job
-from vizcore.errors import VizError
 from vizcore.seq2seq.alignment import alignment_accuracy
 from vizcore.seq2seq.dates import START, gold_alignment, parse_date
 from vizcore.seq2seq.figures import alignment_accuracy_heatmap, cross_attention_heatmap, training_curves
@@ -26,16 +25,9 @@ def panel() -> None:
         "and the exact match on 200 held-out dates; on the right, the cross-attention of "
         f"*{EXAMPLE}* as it forms. 1,200 steps, 64 dates a batch, seed 0 is the shipped model's recipe.")
     config = settings()
-    busy = jobs.active(jobs.current(KEY_JOB))
     with st.container(horizontal=True):
-        if st.button("Train from scratch", type="primary", key="translate.train", disabled=busy):
-            try:
-                jobs.submit(KEY_JOB, DateJob(config))
-            except VizError as error:
-                st.error(str(error))
-                return
-            busy = True
-        st.button("Stop", key="translate.stop", disabled=not busy, on_click=jobs.stop, args=(KEY_JOB,))
+        busy = jobs.start_stop(KEY_JOB, lambda: DateJob(config), "Train from scratch",
+                               ("translate.train", "translate.stop"))
         if not busy and trained_job() is not None:
             st.button("Use the trained model above", key="translate.use_trained", on_click=use_trained,
                       help="Chooses it in the Model menu at the top; the shipped translator stays there too.")

@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from ui import jobs, url_state
-from ui.feedback import CHART, or_none
+from ui.feedback import CHART
 from ui.why.page import WhyContext
 from vizcore.why.figures import importance_heatmap, pruning_lines, rank_scatter
 from vizcore.why.heldout import SENTENCES
@@ -108,22 +108,18 @@ def _make_target(ctx: WhyContext, target: str, count: int):
     return classifier_target(classifier.base, classifier.result, classifier.data.test, limit=count)
 
 
-def _start(ctx: WhyContext, target: str, count: int) -> None:
-    made = or_none(_make_target, ctx, target, count)
-    if made is not None:
-        or_none(jobs.submit, KEY_JOB, ImportanceJob(made, DEFAULT_CURVE_POINTS))
+def _new_job(ctx: WhyContext, target: str, count: int) -> ImportanceJob:
+    return ImportanceJob(_make_target(ctx, target, count), DEFAULT_CURVE_POINTS)
 
 
 def _controls(ctx: WhyContext, target: str, count: int) -> None:
-    busy = jobs.active(jobs.current(KEY_JOB))
-    ready = _available(ctx, target) >= MIN_COUNT
     left, right, note = st.columns([1, 1, 5], vertical_alignment="center")
-    if left.button("Start", type="primary", key="why.importance.start", disabled=busy or not ready,
-                   help="Rank every head of this model on these examples, in the background"):
-        _start(ctx, target, count)
-    right.button("Stop", key="why.importance.stop", disabled=not jobs.active(jobs.current(KEY_JOB)),
-                 on_click=jobs.stop, args=(KEY_JOB,), help="Ends after the current batch; a stopped run "
-                 "shows nothing (a half-ranked model says little)")
+    jobs.start_stop(KEY_JOB, lambda: _new_job(ctx, target, count), "Start",
+                    ("why.importance.start", "why.importance.stop"), where=(left, right),
+                    ready=_available(ctx, target) >= MIN_COUNT,
+                    helps=("Rank every head of this model on these examples, in the background",
+                           "Ends after the current batch; a stopped run shows nothing (a half-ranked model says "
+                           "little)"))
     note.caption("The run goes on in the background on one CPU core, so the rest of the app stays usable; "
                  "runs of every user share one line.")
 
