@@ -2,12 +2,14 @@
 
 Computation: vizcore/attention/ (extract, aggregate, head_stats, exports, html_views) · figures:
 vizcore/attention/figures.py, vizcore/plot.py · CLI: attention, head-stats, aggregate (vizcore/attention/cli.py)
+UI: ui/attention/ (page: the cached results, the link, the shared controls; views: one function per view);
+the in-browser view: ui/attention_component.py (shared with Home)
 """
 
 import streamlit as st
 
-from ui import attention as ua
-from ui.attention_views import show_view
+from ui.attention import page as ua
+from ui.attention.views import show_view
 from ui.state import attention_or_stop, selection, warn_if_truncated
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions
 

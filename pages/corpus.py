@@ -2,11 +2,13 @@
 
 Computation: vizcore/corpus/ (engine, measures, syntax, relations, roles, results) · figures:
 vizcore/corpus/figures.py · CLI: python -m vizcore corpus · docs: docs/CORPUS.md, docs/SCALE.md
+UI: ui/corpus/ (page: which results, the background run, the four views)
 """
 
 import streamlit as st
 
-from ui import corpus, url_state
+from ui import url_state
+from ui.corpus import page as corpus
 from ui.feedback import or_stop
 
 st.title("Corpus: what the heads do over many sentences")

@@ -3,28 +3,23 @@ and one head's queries and keys in one space (AttentionViz).
 
 Computation: vizcore/embeddings/ (vectors, search, contexts, projection) · figures: vizcore/embeddings/figures.py ·
 CLI: python -m vizcore similarity | embed · docs: docs/EMBEDDINGS.md
+UI: ui/embeddings/ (page: the view on screen, shared controls, the link; similarity, search, contexts, tokens,
+queries: one view each)
 """
 
 import streamlit as st
 
-from ui import embeddings as emb
-from ui import (
-    embeddings_contexts,
-    embeddings_queries,
-    embeddings_search,
-    embeddings_similarity,
-    embeddings_tokens,
-    url_state,
-)
+from ui import url_state
+from ui.embeddings import contexts, queries, search, similarity, tokens
+from ui.embeddings import page as emb
 
-embeddings_queries.follow_click()
+queries.follow_click()
 st.title("Embeddings: what the vectors say")
 st.markdown(
     "Every token leaves each layer as a vector, and a sentence can be pooled into one. Compare sentences by the "
     "**cosine** of their vectors, **search** a collection by meaning, follow **one word** through the layers in "
     "different sentences, and see **many tokens at once** as points, down to one head's queries and keys.")
-sections = {"similarity": embeddings_similarity, "search": embeddings_search, "contexts": embeddings_contexts,
-            "tokens": embeddings_tokens, "queries": embeddings_queries}
+sections = {"similarity": similarity, "search": search, "contexts": contexts, "tokens": tokens, "queries": queries}
 for problem in emb.read_url(*(section.URL_PARAMS for section in sections.values())):
     st.warning(problem)
 emb.keep_choices()

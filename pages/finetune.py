@@ -1,15 +1,17 @@
 """Fine-tuning lab: train a classifier on the session's own copy of the model, live; see what changed.
 
 Computation: vizcore/finetune/ (tasks, training, classify, token_task, qa_task, datasets, analysis, tiny),
-jobs: vizcore/jobs.py, ui/jobs.py · per-task views: ui/finetune_classify.py, ui/finetune_token.py, ui/finetune_qa.py ·
-figures: vizcore/finetune/figures.py · CLI: python -m vizcore finetune (vizcore/finetune/cli.py)
+jobs: vizcore/jobs.py, ui/jobs.py · figures: vizcore/finetune/figures.py ·
+CLI: python -m vizcore finetune (vizcore/finetune/cli.py)
+UI: ui/finetune/ (views: the task tab; training: settings and the job; classify, token, qa: one task each;
+tiny: the tiny Transformer tab)
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.finetune_views import finetune_tab
-from ui.tiny_views import tiny_panel
+from ui.finetune.tiny import tiny_panel
+from ui.finetune.views import finetune_tab
 
 st.title("Fine-tuning lab")
 st.markdown(

@@ -3,6 +3,8 @@
 Computation: vizcore/attention/extract.py (the core: vizcore/model/run.py) · view: vizcore/static/attention_view.js
 (ui/attention_component.py) ·
 CLI: python -m vizcore attention (vizcore/attention/cli.py)
+UI: the shared modules only (ui/state.py for the run, ui/attention_component.py for the view); the Explorer's
+package is ui/attention/
 """
 
 import streamlit as st

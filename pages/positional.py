@@ -2,6 +2,7 @@
 
 Computation: vizcore/positional/encoding.py · figures: vizcore/positional/figures.py, vizcore/plot.py ·
 CLI: python -m vizcore positional (vizcore/positional/cli.py)
+UI: ui/positional/ (page: the cached sinusoidal and learned tables)
 """
 
 import math
@@ -10,7 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_stop
-from ui.inside import get_learned, get_sinusoidal
+from ui.positional.page import get_learned, get_sinusoidal
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
 from vizcore.positional.encoding import (

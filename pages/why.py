@@ -2,11 +2,14 @@
 
 Computation: vizcore/why/ (targets, ablation, importance, patching, attribution) · figures:
 vizcore/why/figures.py · CLI: python -m vizcore ablate | patch | attribute (vizcore/why/cli.py)
+UI: ui/why/ (page: the context and the link; ablation, importance, patching, attribution: one part each)
 """
 
 import streamlit as st
 
-from ui import url_state, why, why_ablation, why_attribution, why_importance, why_patching
+from ui import url_state
+from ui.why import ablation, attribution, importance, patching
+from ui.why import page as why
 
 st.title("Why did the model say that?")
 st.markdown(
@@ -15,12 +18,10 @@ st.markdown(
     "activation from another sentence into this one, and **attribute** the answer to the input words "
     "with gradients, left-out words and attention rollout side by side.")
 
-for problem in why.read_url(why_ablation.URL_PARAMS, why_importance.URL_PARAMS, why_patching.URL_PARAMS,
-                            why_attribution.URL_PARAMS):
+for problem in why.read_url(ablation.URL_PARAMS, importance.URL_PARAMS, patching.URL_PARAMS, attribution.URL_PARAMS):
     st.warning(problem)
 part = why.choose_part()
 ctx = why.context(needs_mask=part in ("ablation", "attribution"))
-sections = {"ablation": why_ablation, "importance": why_importance, "patching": why_patching,
-            "attribution": why_attribution}
+sections = {"ablation": ablation, "importance": importance, "patching": patching, "attribution": attribution}
 params = sections[part].show(ctx) or {}
 url_state.write({"part": part, "word": ctx.masked_word, **params})

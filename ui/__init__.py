@@ -1,1 +1,3 @@
-"""Streamlit-only helpers: cached wrappers around vizcore, the shared sidebar, session keys."""
+"""The only Streamlit code besides app.py and pages/: the shared modules (state, url_state, feedback, jobs,
+attention_component, launch, scratch) and one package per topic, named as its page and its vizcore package
+(pages/why.py -> ui/why/ -> vizcore/why/); tests/unit/test_layout.py keeps it so."""

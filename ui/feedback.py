@@ -2,10 +2,12 @@
 
 Everything a user can get wrong raises ``VizError`` in vizcore with a message meant for them; these
 helpers turn it into ``st.error`` (or ``st.info``). The sidebar and every widget keep their values.
+User text shown in markdown (a CSV label, a model's answer) goes through ``plain``, so it shows as typed.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Callable, TypeVar
 
 import streamlit as st
@@ -32,3 +34,8 @@ def or_none(compute: Callable[..., T], *args, **kwargs) -> T | None:
     except VizError as error:
         st.error(str(error))
         return None
+
+
+def plain(text: str) -> str:
+    """User text (CSV labels, a model's answer) for st.markdown: markdown and HTML characters shown as themselves."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", str(text))

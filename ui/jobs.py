@@ -1,4 +1,5 @@
-"""Every page's background jobs go through here: submit, poll, stop, and the waiting-in-line notice.
+"""Every page's background jobs go through here: submit, poll, stop, the Start and Stop buttons, and the
+waiting-in-line notice.
 
 One ``vizcore.jobs.JobQueue`` serves the whole server (fine-tuning, the tiny Transformer, and any later
 kind of job). A job lives in its session's state under the page's key ("finetune.job"); the queue
@@ -18,6 +19,7 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from vizcore.errors import VizError
 from vizcore.jobs import BackgroundJob, JobQueue, max_jobs_from_env
 
 KEY_OWNER = "jobs.owner"
@@ -72,6 +74,22 @@ def stop(key: str) -> None:
     job = current(key)
     if job is not None:
         job_queue().stop(job)
+
+
+def start_stop(key: str, make: Callable[[], BackgroundJob], label: str, keys: tuple[str, str], where=(st, st),
+               ready: bool = True, helps: tuple[str | None, str | None] = (None, None)) -> bool:
+    """The start button (``label``) and Stop of this session's job under ``key``, drawn in ``where`` with the
+    widget ``keys``. Start queues ``make()``: a VizError (a bad setting, a full line) is shown and the page
+    goes on. Returns whether the job is waiting or running now."""
+    busy = active(current(key))
+    if where[0].button(label, type="primary", key=keys[0], disabled=busy or not ready, help=helps[0]):
+        try:
+            submit(key, make())
+        except VizError as error:
+            st.error(str(error))
+        busy = active(current(key))
+    where[1].button("Stop", key=keys[1], disabled=not busy, on_click=stop, args=(key,), help=helps[1])
+    return busy
 
 
 def ordinal(n: int) -> str:

@@ -148,6 +148,15 @@ def sidebar() -> Selection:
     return selection()
 
 
+def segmented_choice(label: str, options: dict[str, str], key: str, default: str) -> str:
+    """A segmented control over ``options`` (value -> label), kept under ``key``: a value it does not
+    offer (none yet) starts it at ``default``, and so does a click that unselects the chosen one."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
+    return st.segmented_control(label, list(options), key=key, format_func=options.get,
+                                label_visibility="collapsed") or default
+
+
 def selection() -> Selection:
     """The shared choices, with defaults when the sidebar was not drawn (e.g. a page tested alone)."""
     state = st.session_state

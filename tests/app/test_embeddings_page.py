@@ -13,8 +13,8 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from tests.app.conftest import decode_plotly, renderer_payload
-from ui.embeddings import SENSE_TEXTS
-from ui.embeddings_similarity import EXAMPLE
+from ui.embeddings.page import SENSE_TEXTS
+from ui.embeddings.similarity import EXAMPLE
 from vizcore.embeddings.contexts import CONTEXT_SETS
 from vizcore.embeddings.projection import project, token_vectors
 from vizcore.embeddings.search import builtin_collection
@@ -298,7 +298,7 @@ def test_a_click_takes_the_points_sentence_and_the_head():
         import numpy as np
         import streamlit as st
 
-        from ui.embeddings_queries import KEY_CHART, clicked
+        from ui.embeddings.queries import KEY_CHART, clicked
         from vizcore.embeddings.projection import TokenPoints
 
         points = TokenPoints(("A b.", "C d e."), tuple("abcde"), tuple("abcde"), np.array([0, 0, 1, 1, 1]),

@@ -15,12 +15,12 @@ from transformers import pipeline
 from tests.app.conftest import decode_plotly
 from tests.support.mlm_weights import make_mlm_weights
 from tests.support.tiny import build_tiny_mlm
-from ui.fill_mask_state import DEFAULT_TEXT, OTHER_MODEL
+from ui.mlm.page import DEFAULT_TEXT, OTHER_MODEL
 from ui.state import clear_caches, get_model
 from vizcore.mlm.fill_mask import fill_mask
 from vizcore.mlm.weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
 
-PAGE = "pages/fill_mask.py"
+PAGE = "pages/mlm.py"
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 
 from tests.app.conftest import set_shared
 from tests.unit.test_finetune_qa import official_f1
+from ui.feedback import plain
 from ui.state import OTHER_MODEL
-from ui.training import plain
 from vizcore.finetune.qa import QASet
 from vizcore.finetune.qa_predict import answer_question
 from vizcore.finetune.qa_task import QA

@@ -11,7 +11,7 @@ import pytest
 
 from tests.app.conftest import decode_plotly, plotly_traces
 
-PAGE = "pages/generate.py"
+PAGE = "pages/decoder.py"
 
 
 def bars(at) -> tuple[np.ndarray, np.ndarray, list[str]]:

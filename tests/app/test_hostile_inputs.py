@@ -187,7 +187,7 @@ def explorer():
 
 @pytest.fixture(scope="module")
 def step(tiny_bert_dir):
-    at = open_page("pages/step_by_step.py", model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
+    at = open_page("pages/inside.py", model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
     at.normal = first_z(at, "step_by_step.weights")
     at.tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
     return at
@@ -200,7 +200,7 @@ def fill(tmp_path_factory):
         from tests.support.mlm_weights import make_mlm_weights
 
         patch.setenv(WEIGHTS_ENV, str(make_mlm_weights(tmp_path_factory.mktemp("hostile-mlm") / "mlm.safetensors")))
-    at = open_page("pages/fill_mask.py")
+    at = open_page("pages/mlm.py")
     at.normal = bars(at)
     yield at
     patch.undo()
@@ -513,12 +513,12 @@ LINKS = {
     "home-pair-250k": (None, {"text": "<script>alert(1)</script>", "pair": TOO_LONG},
                        ("error", "second sentence has 250,000")),
     "home-model-passwd": (None, {"model": "/etc/passwd"}, ("error", "is a file")),
-    "step-model-5000-chars": ("pages/step_by_step.py", {"model": "x" * 5_000}, ("error", "too long")),
+    "step-model-5000-chars": ("pages/inside.py", {"model": "x" * 5_000}, ("error", "too long")),
     "positional-model-dot-dot": ("pages/positional.py", {"model": "../../x"}, ("error", "does not exist")),
     "finetune-model-url": ("pages/finetune.py", {"model": "https://huggingface.co/bert-base-uncased"},
                            ("error", "give the hub id")),
-    "fill-mask-600-masks": ("pages/fill_mask.py", {"masked": SENTENCES["600-masks"]}, ("error", "600 masks")),
-    "fill-mask-model-dot-dot": ("pages/fill_mask.py", {"mlm": "../../x"}, ("error", "does not exist")),
+    "fill-mask-600-masks": ("pages/mlm.py", {"masked": SENTENCES["600-masks"]}, ("error", "600 masks")),
+    "fill-mask-model-dot-dot": ("pages/mlm.py", {"mlm": "../../x"}, ("error", "does not exist")),
 }
 
 
@@ -534,7 +534,7 @@ def test_hostile_link(new_app, tiny_bert_dir, name):
     message(at, kind, part)
     if "text" in params and kind == "error":
         assert at.session_state["shared.text"] == params["text"]  # the link's text is kept
-    if page == "pages/fill_mask.py":  # its own sentence and model
+    if page == "pages/mlm.py":  # its own sentence and model
         at.session_state["fill_mask.model_choice"] = MLM_MODEL
         at.session_state["fill_mask.text"] = NORMAL_MASKED
         at.run()
@@ -542,14 +542,14 @@ def test_hostile_link(new_app, tiny_bert_dir, name):
         assert not at.error and len(bars(at)) == 1
         return
     at.base = {"text": NORMAL, "pair": "", "model_choice": DEFAULT_MODEL, "model_other": ""}
-    if page == "pages/step_by_step.py":  # the tiny model keeps this quick
+    if page == "pages/inside.py":  # the tiny model keeps this quick
         at.base.update(model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
     drive(at)
     assert_clean(at)
     assert not at.error, values(at, "error")
-    if page in (None, "pages/attention.py", "pages/step_by_step.py"):
+    if page in (None, "pages/attention.py", "pages/inside.py"):
         key = {None: "home.view", "pages/attention.py": "attention.renderer",
-               "pages/step_by_step.py": "step_by_step.weights"}[page]
+               "pages/inside.py": "step_by_step.weights"}[page]
         assert first_z(at, key).shape == (9, 9)
     elif page == "pages/positional.py":
         assert chart(at, "positional.learned_similarity")

@@ -11,12 +11,12 @@ import json
 import pytest
 
 from tests.app.conftest import decode_plotly, set_shared
-from ui.nsp import KEY_A, KEY_B
+from ui.mlm.nsp import KEY_A, KEY_B
 from ui.state import get_model
 from vizcore.mlm.nsp import EXAMPLES, next_sentence
 from vizcore.model.catalog import NSP_MODEL
 
-PAGE = "pages/fill_mask.py"
+PAGE = "pages/mlm.py"
 
 
 def chart(at, key: str) -> dict | None:

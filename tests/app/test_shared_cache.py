@@ -1,7 +1,7 @@
 """One server-wide cache: one model object per (name, device, head), one cache of runs for every page."""
 
-from ui import inside
-from ui.attention import attention_for
+from ui.attention.page import attention_for
+from ui.inside import page as inside
 from ui.state import get_model, get_run
 
 

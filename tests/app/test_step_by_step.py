@@ -10,7 +10,7 @@ from ui.state import DEFAULT_TEXT, OTHER_MODEL
 from vizcore.attention.extract import extract_attention
 from vizcore.model.loading import DEFAULT_MODEL, load_model
 
-PAGE = "pages/step_by_step.py"
+PAGE = "pages/inside.py"
 
 
 @pytest.fixture

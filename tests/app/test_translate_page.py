@@ -16,7 +16,7 @@ from tests.app.conftest import decode_plotly
 from vizcore.seq2seq.dates import EXAMPLES, random_text
 from vizcore.seq2seq.translator import translate
 
-PAGE = "pages/translate.py"
+PAGE = "pages/seq2seq.py"
 FIRST = EXAMPLES[0]  # "the twenty first of march nineteen ninety nine"
 
 
@@ -258,7 +258,7 @@ def test_a_tiny_t5_in_a_folder_shows_its_three_attentions_and_steps(new_app, tmp
 
 
 def test_the_download_is_the_translation_with_its_decoding_in_strict_json():
-    from ui.translate import View
+    from ui.seq2seq.page import View
 
     translation = translate(FIRST, 2)
     record = json.loads(json.dumps(View(translation.run, translation, None).to_dict(), allow_nan=False))

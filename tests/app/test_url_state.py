@@ -14,7 +14,7 @@ def param(at, name):
 # page, the link's page parameters, (widget kind or "session", key, expected value) after opening it
 PAGES = [
     ("pages/home.py", {"layer": "2", "head": "5"}, [("session", "home.layer", 2), ("session", "home.head", 5)]),
-    ("pages/step_by_step.py", {"layer": "4", "head": "7"},
+    ("pages/inside.py", {"layer": "4", "head": "7"},
      [("slider", "step_by_step.layer", 4), ("slider", "step_by_step.head", 7)]),
     ("pages/positional.py", {"length": "32", "d_model": "16"},
      [("number_input", "positional.length", 32), ("number_input", "positional.d_model", 16)]),
@@ -58,6 +58,6 @@ def test_changing_the_sentence_rewrites_the_link_on_every_page(new_app):
 def test_fill_mask_writes_its_model_and_sentence(new_app):
     at = new_app().run()
     at.query_params.update({"masked": "The cat sat on the [MASK]."})
-    at.switch_page("pages/fill_mask.py").run()
+    at.switch_page("pages/mlm.py").run()
     assert not at.exception and not at.error
     assert param(at, "masked") == "The cat sat on the [MASK]." and param(at, "mlm") == "minilm-mlm-tuned"

@@ -130,10 +130,9 @@ def test_the_followed_word_follows_the_picked_word_until_one_is_typed(new_app):
 
 
 def test_no_two_parts_read_the_same_link_parameter():
-    from ui import why_ablation, why_attribution, why_importance, why_patching
+    from ui.why import ablation, attribution, importance, patching
 
-    names = [{"part", "word"}, *(set(part.URL_PARAMS) for part in (why_ablation, why_importance, why_patching,
-                                                                     why_attribution))]
+    names = [{"part", "word"}, *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution))]
     assert sum(len(n) for n in names) == len(set().union(*names)), names
 
 

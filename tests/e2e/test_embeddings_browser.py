@@ -7,7 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
-from ui.embeddings import SENSE_TEXTS
+from ui.embeddings.page import SENSE_TEXTS
 
 POINTS = ".js-plotly-plot .scatterlayer .trace .point"
 

@@ -7,5 +7,5 @@ beam, step by step), ``alignment`` (does a cross-attention head look where it sh
 (the live background job and the shipped model's training), ``hub`` (T5 / BART / Marian from the hub),
 ``figures``, ``cli`` (``python -m vizcore translate-date``).
 
-Shown on the page ``/translate`` (``pages/translate.py``); explained in docs/ENCODER_DECODER.md.
+Shown on the page ``/translate`` (``pages/seq2seq.py``, ``ui/seq2seq/``); explained in docs/ENCODER_DECODER.md.
 """

@@ -1,0 +1,205 @@
+"""Pre-training: BERT's two tasks. Masked words (prediction, layer by layer, the masked position's
+attention, the 80/10/10 rule) and next sentence prediction.
+
+Computation: vizcore/mlm/ (fill_mask, masking, masking_demo, weights, nsp) · figures: vizcore/mlm/figures.py ·
+CLI: python -m vizcore fill-mask, python -m vizcore nsp (vizcore/mlm/cli.py)
+UI: ui/mlm/ (page: the model, the sentence, the cached fill-mask computations; nsp: the next-sentence section).
+URL: /fill-mask
+"""
+
+import streamlit as st
+
+from ui import url_state
+from ui.feedback import CHART, or_none
+from ui.mlm import nsp
+from ui.mlm import page as fm
+from ui.state import selection
+from vizcore.errors import VizError
+from vizcore.mlm.figures import (
+    final_word_curve,
+    lens_table,
+    logit_lens_heatmap,
+    mask_attention_heatmap,
+    masking_strip,
+    masking_table,
+    prediction_bars,
+    rates_bars,
+    rates_table,
+)
+from vizcore.mlm.fill_mask import FillMaskResult
+from vizcore.mlm.weights import MLM_MODEL, summary_line
+from vizcore.plot import display_tokens
+
+
+def choose_model() -> str:
+    left, right = st.columns([2, 1])
+    choice = left.selectbox(
+        "Masked-LM", fm.MLM_CHOICES, key=fm.KEY_MODEL_CHOICE,
+        format_func=lambda n: f"{n} (MiniLM, MLM-tuned here: offline)" if n == MLM_MODEL else
+        (n if n == fm.OTHER_MODEL else f"{n} (hub: needs internet or a cache)"))
+    if choice == fm.OTHER_MODEL:
+        left.text_input("Hub id or local folder of a masked-LM", key=fm.KEY_MODEL_OTHER,
+                        placeholder="bert-base-uncased or ./my-bert")
+    right.slider("Predictions per mask (top-k)", 1, 20, 5, key="fill_mask.top_k")
+    name = fm.model_name()
+    st.caption(summary_line() if name == MLM_MODEL else
+               f"`{name}`: any Hugging Face masked-LM works (BERT, DistilBERT, RoBERTa with <mask>).")
+    return name
+
+
+def sentence_controls(name: str, device: str) -> str:
+    st.session_state.setdefault(fm.KEY_TEXT, fm.DEFAULT_TEXT)
+    with st.container(horizontal=True):
+        for i, (label, text) in enumerate(fm.EXAMPLES):
+            st.button(label, key=f"fill_mask.example{i}", help=text, on_click=fm.set_text, args=(text,))
+    text = st.text_area("Sentence with [MASK] (or <mask>)", key=fm.KEY_TEXT, height=80)
+    words = fm.get_words(name, device, text)
+    if words:
+        st.markdown("**Click a word to mask it:**")
+        with st.container(horizontal=True, gap="small"):
+            for i, word in enumerate(words):
+                st.button(word.text, key=f"fill_mask.word{i}", help=f"Replace '{word.text}' with [MASK]",
+                          on_click=fm.mask_clicked_word, args=(word,))
+    if message := st.session_state.pop("fill_mask.click_error", None):
+        st.warning(message)
+    return text
+
+
+def show_predictions(result: FillMaskResult, name: str, device: str, text: str) -> None:
+    columns = st.columns(min(3, len(result.masks)))
+    for number, mask in enumerate(result.masks):
+        title = f"Mask {number + 1} (token {mask.index})" if len(result.masks) > 1 else "Prediction for [MASK]"
+        columns[number % len(columns)].plotly_chart(
+            prediction_bars(mask.predictions, title), key=f"fill_mask.bars{number}", config=CHART)
+    if len(result.masks) > 1:
+        st.caption("Each mask is predicted on its own, with the other masks still masked: the probabilities are "
+                   "not joint.")
+        st.subheader("Fill them one at a time, most confident first")
+        steps = fm.get_iterative(name, device, text)
+        st.dataframe(
+            [{"step": i + 1, "mask at token": s.index, "word": s.token, "probability": round(s.score, 4),
+              "sentence so far": s.text} for i, s in enumerate(steps)],
+            hide_index=True, key="fill_mask.iterative", width="stretch")
+        st.caption("Each step runs the model again, fills the mask it is surest of with its top word, and keeps "
+                   "that word for the next steps.")
+
+
+def pick_mask(result: FillMaskResult, key: str) -> int:
+    if len(result.masks) == 1:
+        return 0
+    return st.selectbox("Which mask", range(len(result.masks)), key=key,
+                        format_func=lambda m: f"mask {m + 1} (token {result.mask_indices[m]})")
+
+
+def show_lens(result: FillMaskResult) -> None:
+    if result.lens is None:
+        st.info(result.lens_note)
+        return
+    st.markdown("The masked-LM head reads the hidden state after each layer (row 0: the embeddings, before "
+                "any attention). The last row is the model's prediction.")
+    mask = pick_mask(result, "fill_mask.lens_mask")
+    word = result.masks[mask].predictions[0].token
+    st.plotly_chart(logit_lens_heatmap(result.lens, mask, f"Layer by layer: top {result.lens.probs.shape[-1]} "
+                                       f"words at mask {mask + 1}"), key="fill_mask.lens",
+                    config=CHART)
+    st.plotly_chart(final_word_curve(result.lens, mask, word, f"How sure each layer is of '{word}'"),
+                    key="fill_mask.lens_curve", config=CHART)
+    with st.expander("Table"):
+        st.dataframe(lens_table(result.lens, mask), hide_index=True, key="fill_mask.lens_table")
+
+
+def show_mask_attention(result: FillMaskResult) -> None:
+    mask = pick_mask(result, "fill_mask.attention_mask")
+    layers, heads = result.mask_attention.shape[:2]
+    view = st.radio("Show", ["One layer, every head", "Every layer, mean over heads"], horizontal=True,
+                    key="fill_mask.attention_view")
+    rows = result.mask_attention[:, :, mask, :]  # (L, H, T)
+    if view.startswith("One"):
+        layer = st.slider("Layer", 1, layers, layers, key="fill_mask.attention_layer")
+        matrix, labels, what = rows[layer - 1], [f"head {h}" for h in range(1, heads + 1)], f"layer {layer}"
+    else:
+        matrix, labels, what = rows.mean(1), [f"layer {i}" for i in range(1, layers + 1)], "mean over heads"
+    title = f"Where mask {mask + 1} (token {result.mask_indices[mask]}) looks · {what}"
+    st.plotly_chart(mask_attention_heatmap(matrix, labels, result.tokens, title,
+                                           "head" if view.startswith("One") else "layer"),
+                    key="fill_mask.attention", config=CHART)
+    st.caption("Each row is the masked position's attention over all tokens (it sums to 1). Hover a cell for "
+               "the weight. Layers and heads count from 1.")
+
+
+def show_masking_rule(name: str, device: str) -> None:
+    st.markdown("How BERT makes its training examples: 15 % of the ordinary tokens are picked for prediction; "
+                "of those, 80 % become [MASK], 10 % a random token and 10 % stay as they are.")
+    st.session_state.setdefault("fill_mask.rule_text", fm.DEFAULT_RULE_TEXT)
+    text = st.text_area("Any sentence", key="fill_mask.rule_text", height=80)
+    left, middle, right = st.columns([1, 1, 1])
+    seed = left.number_input("Seed", 0, 1_000_000, 0, key=fm.KEY_SEED)
+    left.button("Draw again (next seed)", key="fill_mask.next_seed", on_click=fm.next_seed)
+    draws = middle.number_input("Draws for the rates", 100, 20_000, 2000, step=100, key="fill_mask.draws")
+    try:
+        draw = fm.get_draw(name, device, text, int(seed))
+        rates = fm.get_rates(name, device, text, int(draws), int(seed))
+    except VizError as error:
+        st.error(str(error))
+        return
+    chosen = int((draw.kinds != 0).sum())
+    right.metric("Selected in this draw", f"{chosen} of {int((~draw.special).sum())} tokens")
+    st.plotly_chart(masking_strip(draw, f"One draw (seed {draw.seed}): what the model is given"),
+                    key="fill_mask.strip", config=CHART)
+    with st.expander("Token by token"):
+        st.dataframe(masking_table(draw), hide_index=True, key="fill_mask.masking_table")
+    st.plotly_chart(rates_bars(rates, f"Measured over {rates.draws:,} draws of this sentence vs BERT's targets"),
+                    key="fill_mask.rates", config=CHART)
+    table = rates_table(rates)
+    st.dataframe(table.assign(measured=table["measured"].map("{:.2%}".format),
+                              target=table["target"].map("{:.0%}".format),
+                              std_error=table["std_error"].map("{:.2%}".format)),
+                 hide_index=True, key="fill_mask.rates_table", width="stretch")
+    st.caption("Error bars: ±2 standard errors of a binomial count; a measured share outside them would be "
+               "suspicious. A short sentence often gets no selected token at all in one draw.")
+
+
+def masked_words(device: str) -> None:
+    """The first task; returns early (the next section still shows) when it cannot be shown."""
+    # A run that ends without drawing the sentence box (a model that fails) would drop its value: keep it.
+    st.session_state[fm.KEY_TEXT] = st.session_state.get(fm.KEY_TEXT, fm.DEFAULT_TEXT)
+    name = choose_model()
+    if not name:
+        st.warning("Type a hub id or a local folder of a masked-LM.")
+        return
+    if fm.mlm_or_none(name, device) is None:
+        return
+    text = sentence_controls(name, device)
+    predictions_tab, lens_tab, attention_tab, rule_tab = st.tabs(
+        ["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"])
+    with rule_tab:
+        show_masking_rule(name, device)
+    with predictions_tab:
+        result = or_none(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)))
+    if result is None:
+        return
+    if result.truncated:
+        st.warning(f"The input has {result.num_input_tokens:,} tokens; this model reads at most "
+                   f"{len(result.tokens):,}, so the rest is cut off.")
+    with predictions_tab:
+        st.markdown("Tokens: " + " ".join(f"`{t.replace('`', 'ˋ')}`" for t in display_tokens(result.tokens)))
+        show_predictions(result, name, device, text)
+    with lens_tab:
+        show_lens(result)
+    with attention_tab:
+        show_mask_attention(result)
+
+
+fm.init_from_query_params()
+nsp.prepare()
+st.title("Pre-training: masked words & next sentence")
+st.markdown("BERT learnt from raw text with two tasks at once: guess the **masked words** of a sentence, and "
+            "tell whether a second sentence really follows the first, **[next sentence prediction]"
+            "(#next-sentence-prediction)** (below).")
+device = selection().device
+url_state.write({"mlm": fm.model_name(), "masked": st.session_state.get(fm.KEY_TEXT, fm.DEFAULT_TEXT),
+                 **nsp.url_params()})
+st.header("Masked words", anchor="masked-words", divider="gray")
+masked_words(device)
+st.header("Next sentence prediction", anchor="next-sentence-prediction", divider="gray")
+nsp.show_section(device)

@@ -1,0 +1,2 @@
+"""Streamlit side of the Generate page (pages/decoder.py, URL /generate): its model, prompt, controls, cached
+computations and link (page.py)."""

@@ -1,0 +1,111 @@
+"""Streamlit side of the pre-training page's masked words (/fill-mask): its model choice, cached computations and
+callbacks.
+
+The page has its own model and sentence (a masked-LM and a sentence with [MASK]); the device comes
+from the shared sidebar. Models come from ``ui.state.get_model`` (one per server, read-only).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from ui.feedback import or_none
+from ui.state import get_model
+from vizcore.errors import VizError
+from vizcore.mlm.fill_mask import FillMaskResult, FillStep, Word, fill_iteratively, fill_mask, mask_word, maskable_words
+from vizcore.mlm.masking import ordinary_token_ids
+from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates, draw_masking, measure_rates
+from vizcore.model.catalog import MLM_MODEL
+from vizcore.model.loading import LoadedModel
+
+DEFAULT_TEXT = "The capital of France is [MASK]."
+DEFAULT_RULE_TEXT = "The quick brown fox jumps over the lazy dog while the old cat sleeps in the warm sun."
+OTHER_MODEL = "Other: hub id or local folder…"
+MLM_CHOICES = (MLM_MODEL, "bert-base-uncased", "distilbert-base-uncased", "roberta-base", OTHER_MODEL)
+KEY_MODEL_CHOICE = "fill_mask.model_choice"
+KEY_MODEL_OTHER = "fill_mask.model_other"
+KEY_TEXT = "fill_mask.text"
+KEY_SEED = "fill_mask.seed"
+# (button label, sentence): the issue's probes and a two-mask sentence for iterative filling.
+EXAMPLES = [
+    ("France", "The capital of France is [MASK]."),
+    ("The cat sat…", "The cat sat on the [MASK]."),
+    ("A cup of…", "She drank a cup of [MASK] every morning."),
+    ("Two masks", "The [MASK] sat on the [MASK] and fell asleep."),
+]
+
+
+def init_from_query_params() -> None:
+    """A shared link (``/fill-mask?mlm=roberta-base&masked=Paris+is+the+<mask>.``) sets the page once."""
+    if "fill_mask.initialised" in st.session_state:
+        return
+    st.session_state["fill_mask.initialised"] = True
+    params = st.query_params
+    if params.get("masked"):
+        st.session_state[KEY_TEXT] = params["masked"]
+    model = (params.get("mlm") or "").strip()
+    if model in MLM_CHOICES:
+        st.session_state[KEY_MODEL_CHOICE] = model
+    elif model:
+        st.session_state[KEY_MODEL_CHOICE] = OTHER_MODEL
+        st.session_state[KEY_MODEL_OTHER] = model
+
+
+def model_name() -> str:
+    state = st.session_state
+    choice = state.get(KEY_MODEL_CHOICE, MLM_MODEL)
+    return (state.get(KEY_MODEL_OTHER) or "").strip() if choice == OTHER_MODEL else choice
+
+
+def mlm_or_none(name: str, device: str) -> LoadedModel | None:
+    """The masked-LM, or a clear error on the page (the sentence stays as it is, the next section shows)."""
+    return or_none(get_model, name, device, "mlm")
+
+
+@st.cache_data(show_spinner="Predicting the masked words…", max_entries=32)
+def get_fill(name: str, device: str, text: str, top_k: int) -> FillMaskResult:
+    return fill_mask(get_model(name, device, "mlm"), text, top_k=top_k, lens_top_k=5)
+
+
+@st.cache_data(show_spinner="Filling the masks one at a time…", max_entries=32)
+def get_iterative(name: str, device: str, text: str) -> list[FillStep]:
+    return fill_iteratively(get_model(name, device, "mlm"), text)
+
+
+@st.cache_data(max_entries=32)
+def get_words(name: str, device: str, text: str) -> list[Word]:
+    return maskable_words(get_model(name, device, "mlm"), text)
+
+
+@st.cache_data(max_entries=8)
+def get_replacement_ids(name: str, device: str) -> torch.Tensor:
+    return ordinary_token_ids(get_model(name, device, "mlm").tokenizer)
+
+
+@st.cache_data(max_entries=32)
+def get_draw(name: str, device: str, text: str, seed: int) -> MaskingDraw:
+    loaded = get_model(name, device, "mlm")
+    return draw_masking(loaded.tokenizer, text, seed, get_replacement_ids(name, device))
+
+
+@st.cache_data(show_spinner="Drawing the masks many times…", max_entries=16)
+def get_rates(name: str, device: str, text: str, draws: int, seed: int) -> MaskingRates:
+    loaded = get_model(name, device, "mlm")
+    return measure_rates(loaded.tokenizer, text, draws, seed, get_replacement_ids(name, device))
+
+
+def set_text(text: str) -> None:
+    """Callback (runs before the widgets are drawn, so it may set the text area)."""
+    st.session_state[KEY_TEXT] = text
+
+
+def mask_clicked_word(word: Word) -> None:
+    try:
+        st.session_state[KEY_TEXT] = mask_word(st.session_state.get(KEY_TEXT, ""), word)
+    except VizError as error:
+        st.session_state["fill_mask.click_error"] = str(error)
+
+
+def next_seed() -> None:
+    st.session_state[KEY_SEED] = int(st.session_state.get(KEY_SEED, 0)) + 1

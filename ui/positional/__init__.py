@@ -1,0 +1,1 @@
+"""Streamlit side of the "Positional encoding" page (pages/positional.py): cached wrappers (page.py)."""

@@ -1,0 +1,151 @@
+"""Streamlit side of the Why? page: which masked-LM and sentence it explains, the session's classifier,
+the part on screen, and the page's URL state.
+
+The page explains the sidebar's sentence with the sidebar's model when that model has a masked-LM
+head, else with the offline masked-LM trained here (and says so). A sentence without ``[MASK]`` gets
+a word picker: the chosen word is masked, and becomes the default answer. The fine-tuned classifier,
+when this session trained one in the Fine-tuning lab, is explained on the unmasked sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from ui import url_state
+from ui.feedback import or_stop
+from ui.finetune import training
+from ui.state import Selection, get_model, segmented_choice, selection
+from vizcore.errors import VizError
+from vizcore.finetune.datasets import TrainTestData
+from vizcore.finetune.training import FinetuneResult
+from vizcore.mlm.fill_mask import TYPED_MASK, mask_word, maskable_words
+from vizcore.model.catalog import BUILTIN_MODELS, MLM_LABEL, MLM_MODEL
+from vizcore.model.loading import LoadedModel
+from vizcore.why.targets import word_id
+
+PARTS = {
+    "ablation": "Switch heads off",
+    "importance": "Head importance",
+    "patching": "Activation patching",
+    "attribution": "Token attribution",
+}
+KEY_PART = "why.part"
+KEY_WORD = "why.word"  # the word of the sidebar's sentence that is masked (its text)
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """This session's fine-tuned classifier (Fine-tuning lab) and its held-out set."""
+
+    result: FinetuneResult
+    data: TrainTestData
+    base: LoadedModel  # the shared model it was fine-tuned from (its tokenizer, its name)
+
+
+@dataclass(frozen=True)
+class WhyContext:
+    model: str  # the masked-LM explained
+    device: str
+    loaded: LoadedModel  # with its masked-LM head; shared and read-only
+    sentence: str  # the sidebar's sentence, unmasked when a word was picked (what a classifier reads)
+    masked: str | None  # the sentence with [MASK] (None for a part that does not explain the sidebar's sentence)
+    masked_word: str | None  # the word that was masked (the default answer), None when typed with [MASK]
+    classifier: Classifier | None
+
+
+def has_mlm_head(name: str) -> bool:
+    """Whether ``name`` loads with a masked-LM head: known for built-ins; tried once per session for others."""
+    if name in BUILTIN_MODELS:
+        return "mlm" in BUILTIN_MODELS[name].heads
+    known = st.session_state.setdefault("why.mlm_heads", {})
+    if name not in known:
+        try:
+            get_model(name, selection().device, "mlm")
+            known[name] = True
+        except VizError:
+            known[name] = False
+    return known[name]
+
+
+def masked_model(sel: Selection) -> tuple[str, str]:
+    """(model name, note): the sidebar's model when it is a masked-LM, else the offline masked-LM."""
+    if sel.model and has_mlm_head(sel.model):
+        return sel.model, ""
+    why_not = ("has no masked-LM head" if sel.model in BUILTIN_MODELS else
+               "could not be loaded with a masked-LM head (not a masked-LM, or not reachable offline)")
+    return MLM_MODEL, (f"The sidebar's model `{sel.model}` {why_not}, so this page explains "
+                       f"**{MLM_MODEL}** ({MLM_LABEL}), the same encoder with a head trained here.")
+
+
+def session_classifier() -> Classifier | None:
+    job = training.current_job()
+    if job is None or not job.finished or job.result is None or job.task.name != "sentence":
+        return None  # the other tasks' models read pairs, tag words or find spans: not one sentence's class
+    return Classifier(result=job.result, data=job.data, base=job.loaded)
+
+
+def pick_mask(loaded: LoadedModel, text: str) -> tuple[str, str | None]:
+    """The sentence to explain: as typed when it has a mask, else with the word picked here masked."""
+    if TYPED_MASK.search(text):
+        return text, None
+    words = maskable_words(loaded, text)
+    if not words:
+        raise VizError("The sentence has no word to mask: type a sentence in the sidebar.")
+    labels = [w.text for w in words]
+    if st.session_state.get(KEY_WORD) not in labels:
+        st.session_state[KEY_WORD] = labels[-1]
+    choice = st.selectbox("Word to mask (the model must predict it)", labels, key=KEY_WORD,
+                          help="The sidebar's sentence has no [MASK]: pick the word the masked-LM should "
+                               "predict, or type [MASK] into the sentence.")
+    word = words[labels.index(choice)]
+    return mask_word(text, word), word.text
+
+
+def context(needs_mask: bool = True) -> WhyContext:
+    """The model, sentence and classifier of the page; ``needs_mask``: the part explains the sidebar's sentence
+    at a mask (ablation, attribution), so the word picker is drawn."""
+    sel = selection()
+    name, note = masked_model(sel)
+    loaded = or_stop(get_model, name, sel.device, "mlm")
+    if note:
+        st.caption(note)
+    masked, word = or_stop(pick_mask, loaded, sel.text) if needs_mask else (None, None)
+    sentence = sel.text if word is not None or masked is None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text)
+    return WhyContext(model=name, device=sel.device, loaded=loaded, sentence=sentence, masked=masked,
+                      masked_word=word, classifier=session_classifier())
+
+
+def followed_word(ctx: WhyContext, key: str, label: str, help: str, where=st) -> str | None:
+    """A text input for one word of the vocabulary that starts as the picked (masked) word and follows the
+    picker until the user types another. The picked word may be several tokens (``windowsill``): then it
+    is not used, and this says so; a word the user typed is returned as typed (its error is theirs to see).
+    Empty: None."""
+    for_key = f"{key}_for"
+    previous = st.session_state.get(for_key)
+    untouched = st.session_state.get(key) == (previous or "")
+    if key not in st.session_state or (previous != ctx.masked_word and untouched):
+        st.session_state[key] = ctx.masked_word or ""
+    st.session_state[for_key] = ctx.masked_word
+    typed = where.text_input(label, key=key, help=help).strip()
+    if typed and typed == ctx.masked_word:
+        try:
+            word_id(ctx.loaded, typed)
+        except VizError:
+            st.info(f"The masked word '{typed}' is not one token for {ctx.model}, so it is not followed here; "
+                    "type a one-token word.")
+            return None
+    return typed or None
+
+
+def choose_part() -> str:
+    return segmented_choice("Question", PARTS, KEY_PART, "ablation")
+
+
+def read_url(*part_params: dict) -> list[str]:
+    """The link's part and word, and each part's own parameters (on the session's first visit to the page)."""
+    params = {"part": (KEY_PART, url_state.one_of(PARTS, "part")), "word": (KEY_WORD, str)}
+    for more in part_params:
+        params.update(more)
+    return url_state.read("why", params)

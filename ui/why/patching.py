@@ -1,0 +1,81 @@
+"""The Why? page's activation patching: copy one activation of a clean run into a corrupted run.
+
+Computation: vizcore/why/patching.py · figures: vizcore/why/figures.py · CLI: python -m vizcore patch
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from ui.feedback import CHART, or_stop
+from ui.state import get_model
+from ui.why.page import WhyContext
+from vizcore.why.examples import PATCH_PAIRS, PatchPair
+from vizcore.why.figures import layer_head_heatmap, patching_heatmap
+from vizcore.why.patching import PatchingResult, patch_sweep
+
+KEYS = {"clean": "why.patching.clean", "corrupt": "why.patching.corrupt", "answer": "why.patching.answer",
+        "contrast": "why.patching.contrast"}
+URL_PARAMS = {name: (key, str) for name, key in KEYS.items()}
+
+
+def use_pair(pair: PatchPair) -> None:
+    for name, key in KEYS.items():
+        st.session_state[key] = getattr(pair, name)
+
+
+@st.cache_data(show_spinner="Patching every layer x position and every head…", max_entries=16)
+def get_sweep(name: str, device: str, clean: str, corrupt: str, answer: str, contrast: str) -> PatchingResult:
+    return patch_sweep(get_model(name, device, "mlm"), clean, corrupt, answer, contrast)
+
+
+def inputs() -> dict[str, str]:
+    for name, key in KEYS.items():
+        st.session_state.setdefault(key, getattr(PATCH_PAIRS[0], name))
+    with st.container(horizontal=True):
+        for i, pair in enumerate(PATCH_PAIRS):
+            st.button(pair.label, key=f"why.patching.example{i}", on_click=use_pair, args=(pair,),
+                      help=f"{pair.clean} / {pair.corrupt}")
+    left, right = st.columns(2)
+    left.text_input("Clean sentence (the answer you want back)", key=KEYS["clean"])
+    right.text_input("Corrupted sentence (same number of tokens)", key=KEYS["corrupt"])
+    left.text_input("Answer (the clean sentence's word)", key=KEYS["answer"])
+    right.text_input("Contrast (the corrupted sentence's word)", key=KEYS["contrast"])
+    return {name: st.session_state[key] for name, key in KEYS.items()}
+
+
+def show(ctx: WhyContext) -> dict:
+    st.markdown(
+        "Run the model on a **clean** and a **corrupted** sentence. The *logit difference* LD = logit(answer) − "
+        "logit(contrast) at the mask is high on the clean run and low on the corrupted one. Copy **one** "
+        "activation from the clean run into the corrupted run: the share of the difference that comes back, "
+        "(LD patched − LD corrupted) / (LD clean − LD corrupted), says how much the answer needs that "
+        "activation (Meng et al. 2022; Wang et al. 2022).")
+    values = inputs()
+    result = or_stop(get_sweep, ctx.model, ctx.device, values["clean"], values["corrupt"], values["answer"],
+                     values["contrast"])
+    columns = st.columns(3)
+    columns[0].metric("LD clean", f"{result.ld_clean:.3f}", help=f"logit({result.answer}) − logit({result.contrast}) "
+                      "on the clean sentence")
+    columns[1].metric("LD corrupted", f"{result.ld_corrupt:.3f}")
+    columns[2].metric("Difference to recover", f"{result.ld_clean - result.ld_corrupt:.3f}")
+    st.plotly_chart(patching_heatmap(result.recovered, result.clean_tokens, result.corrupt_tokens,
+                                     "Recovered share: one hidden state at one position patched from the clean run"),
+                    key="why.patching.states", config=CHART)
+    st.caption("Rows: the embedding output, then the output of each layer. 1 = the clean answer is back, 0 = "
+               "nothing changed, negative = further away. The last layer at the mask is exactly 1 (it is what the "
+               "masked-LM head reads) and 0 elsewhere; the embeddings recover only where the sentences differ.")
+    st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: one head's output, at every "
+                                       "position, patched from the clean run", "recovered", diverging=True,
+                                       zrange=_symmetric(result.head_recovered)),
+                    key="why.patching.heads", config=CHART)
+    st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),
+                       file_name="patching.json", mime="application/json", key="why.patching.download")
+    return dict(values)
+
+
+def _symmetric(values) -> tuple[float, float]:
+    bound = max(0.1, float(abs(values).max()))
+    return -bound, bound
