@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,8 @@ def test_anything_the_numbers_depend_on_changes_the_key(cache, loaded, monkeypat
         elif change == "code":
             prints["code"] = "0" * 64
         else:
-            prints["threads"]["OMP_NUM_THREADS"] = "1"
+            current = prints["threads"]["OMP_NUM_THREADS"]  # set by make test; another count either way
+            prints["threads"]["OMP_NUM_THREADS"] = "3" if current == "1" else "1"
         return prints
 
     monkeypatch.setattr(startup_cache, "fingerprint", changed)
@@ -130,7 +132,9 @@ def test_the_first_page_modules_do_not_import_torch(cache, loaded):
     )
     if any(Path(node).exists() for node in catalog._ACCELERATOR_NODES):
         pytest.skip("a GPU may be present: the device list then rightly asks torch")
-    env = {"PATH": "/usr/bin:/bin", startup_cache.CACHE_ENV: str(cache), "PYTHONPATH": str(ROOT)}
+    # The thread settings are part of the cache's key: the child reads them as this process does.
+    threads = {name: os.environ[name] for name in startup_cache._THREAD_ENV if name in os.environ}
+    env = {"PATH": "/usr/bin:/bin", startup_cache.CACHE_ENV: str(cache), "PYTHONPATH": str(ROOT), **threads}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
