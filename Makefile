@@ -3,13 +3,22 @@
 #                (ui.launch = `streamlit run app.py` that loads the default model while the server boots)
 #   make test  - the same venv plus test tools and Debian Chromium, then ruff, and the test tiers in order:
 #                unit (tiny models, < 1 min), integration (embedded model, subprocesses, training), AppTest, browser
+#   make test-fast - ruff, unit and AppTest: the inner loop (under 5 minutes on 2 cores)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint test-unit test-integration test-app test-e2e bench setup chromium clean
+# The tiers after unit run in two pytest processes (pytest-xdist), one per core; a file's tests stay in one
+# process where they share a module's server, browser or Ray run. Every test process, and every process a
+# test starts (CLI, streamlit, Ray), runs torch on one thread: two processes with torch's default two
+# threads each would oversubscribe the two cores (torch's waiting threads spin). The unit tier stays in one
+# process: its 35 s would not cover the second process's start.
+PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
+PARALLEL := -n 2 --dist loadfile
+
+.PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,28 +48,37 @@ chromium:
 
 test: $(VENV)/.test-installed chromium
 	$(PY) -m ruff check .
-	$(PY) -m pytest tests/unit
-	$(PY) -m pytest tests/integration
-	$(PY) -m pytest tests/app
-	$(PY) -m pytest tests/e2e
+	$(PYTEST) tests/unit
+	$(PYTEST) $(PARALLEL) tests/integration
+	$(PYTEST) -n 2 tests/app
+	$(PYTEST) $(PARALLEL) tests/e2e
+
+test-fast: $(VENV)/.test-installed
+	$(PY) -m ruff check .
+	$(PYTEST) tests/unit
+	$(PYTEST) -n 2 tests/app
 
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check .
 
 test-unit: $(VENV)/.test-installed
-	$(PY) -m pytest tests/unit
+	$(PYTEST) tests/unit
 
 test-integration: $(VENV)/.test-installed
-	$(PY) -m pytest tests/integration
+	$(PYTEST) $(PARALLEL) tests/integration
 
 test-app: $(VENV)/.test-installed
-	$(PY) -m pytest tests/app
+	$(PYTEST) -n 2 tests/app
 
 test-e2e: $(VENV)/.test-installed chromium
-	$(PY) -m pytest tests/e2e
+	$(PYTEST) $(PARALLEL) tests/e2e
 
 bench: $(VENV)/.test-installed chromium
 	for script in attention startup attention_page renderer_screenshots fill_mask finetune bench_embed corpus; do $(PY) -m bench.$$script || exit 1; done
+
+# Three clean clones of HEAD through bash .ci/run in a row, each timed per tier (docs/BENCHMARKS.md).
+bench-suite: $(VENV)/.test-installed
+	$(PY) -m bench.suite --runs 3
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache

@@ -55,6 +55,13 @@ else:
     # tests/e2e/test_direct_links_browser.py fails if this stops working.
     PagesManager.uses_pages_directory = False
 
+    # pandas, imported here once, before any session. plotly's validators look pandas up in sys.modules
+    # without importing it (get_module(..., should_load=False)); while one session's thread is still
+    # importing pandas, another session's figure found the half-made module and died with "partially
+    # initialized module 'pandas' has no attribute 'Series'" (seen with eight first visitors at once on a
+    # fresh server; tests/integration/test_server_entry.py). About 0.4 s, before the first connection.
+    import pandas  # noqa: F401
+
     @contextlib.asynccontextmanager
     async def _lifespan(_app):
         try:
