@@ -10,25 +10,31 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 CHROMIUM ?= /usr/bin/chromium
 
-# The tiers after unit run in two pytest processes (pytest-xdist), one per core; a file's tests stay in one
+# The tiers run in two pytest processes (pytest-xdist), one per core; a file's tests stay in one
 # process where they share a module's server, browser or Ray run. Every test process, and every process a
 # test starts (CLI, streamlit, Ray), runs torch on one thread: two processes with torch's default two
-# threads each would oversubscribe the two cores (torch's waiting threads spin). The unit tier stays in one
-# process: its 35 s would not cover the second process's start.
+# threads each would oversubscribe the two cores (torch's waiting threads spin).
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 2 --dist loadfile
 
 .PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
+# --no-compile: pip would byte-compile every module of every package (torch, transformers: about a minute on
+# 2 cores); Python compiles what is imported, once, on first use.
+PIP := $(PY) -m pip install --disable-pip-version-check -q --no-compile
+
 $(VENV)/.app-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PIP) -r requirements.txt
 	@echo "Checking the embedded model offline and caching the opening heatmaps (python -m vizcore prepare)..."
 	$(PY) -m vizcore prepare >/dev/null
 	touch $@
 
-$(VENV)/.test-installed: requirements-test.txt $(VENV)/.app-installed
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements-test.txt
+# One install of everything the tests need (requirements-test.txt includes requirements.txt): one resolve. The
+# tests keep their own startup cache, so `make test` needs no `vizcore prepare` (its own test runs it).
+$(VENV)/.test-installed: requirements-test.txt requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) -r requirements-test.txt
 	touch $@
 
 setup: $(VENV)/.app-installed
@@ -48,21 +54,21 @@ chromium:
 
 test: $(VENV)/.test-installed chromium
 	$(PY) -m ruff check .
-	$(PYTEST) tests/unit
+	$(PYTEST) -n 2 tests/unit
 	$(PYTEST) $(PARALLEL) tests/integration
 	$(PYTEST) -n 2 tests/app
 	$(PYTEST) $(PARALLEL) tests/e2e
 
 test-fast: $(VENV)/.test-installed
 	$(PY) -m ruff check .
-	$(PYTEST) tests/unit
+	$(PYTEST) -n 2 tests/unit
 	$(PYTEST) -n 2 tests/app
 
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check .
 
 test-unit: $(VENV)/.test-installed
-	$(PYTEST) tests/unit
+	$(PYTEST) -n 2 tests/unit
 
 test-integration: $(VENV)/.test-installed
 	$(PYTEST) $(PARALLEL) tests/integration

@@ -84,10 +84,8 @@ def test_other_seeds_give_other_texts(capsys):
     assert len(texts) > 1  # a flattened distribution: the seed matters
 
 
-@pytest.mark.parametrize(("argv", "message"), [
+@pytest.mark.parametrize(("argv", "message"), [  # one real process per command; the rest run main() below
     (("nsp", "--text", "The man went to the store."), "second sentence (B)"),
-    (("nsp", "--text", "", "--pair", "B."), "sentence A is empty"),
-    (("generate", "--prompt", ""), "prompt is empty"),
     (("generate", "--prompt", PROMPT, "--model", DEFAULT_MODEL), "is an encoder"),
 ])
 def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
@@ -98,6 +96,8 @@ def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (("nsp", "--text", "A.", "--pair", "   "), "second sentence (B)"),
+    (("nsp", "--text", "", "--pair", "B."), "sentence A is empty"),
+    (("generate", "--prompt", ""), "prompt is empty"),
     (("nsp", "--text", "A.", "--pair", "B.", "--model", CAUSAL_MODEL), "next-sentence"),
     (("generate", "--prompt", "word " * 600), "reads at most 512"),
     (("nsp", "--text", "A.", "--pair", "B.", "--model", DEFAULT_MODEL), "next-sentence"),

@@ -84,16 +84,32 @@ def test_measures_equal_an_independent_computation_from_the_attention_command(fi
                                        err_msg=f"{name} of line {sentence_id}")
 
 
-@pytest.mark.parametrize(("data", "name", "extra", "part"), [
+BAD_INPUTS = [
     (bytes(range(256)) * 16, "in.txt", [], "is not a text file"),
     (b"ok\ncaf\xe9\n", "in.txt", [], "is not UTF-8: byte 6 (line 1"),
     (b"id,body\n1,The cat sat.\n", "in.csv", ["--text-column", "text"], "has no column 'text'"),
-])
-def test_the_program_refuses_bad_input_in_one_line(tmp_path, data, name, extra, part):
+]
+
+
+def test_the_program_refuses_bad_input_in_one_line(tmp_path):
+    """A real process: exit code 2, one line on stderr, nothing on stdout, no results folder (the other bad
+    inputs go through the same main() in-process below; a process per input would test this part again)."""
+    data, name, extra, part = BAD_INPUTS[0]
     (tmp_path / name).write_bytes(data)
     result = subprocess.run([sys.executable, "-m", "vizcore", "corpus", "--input", str(tmp_path / name), "--out",
                              str(tmp_path / "out"), *extra], capture_output=True, text=True, cwd=ROOT, timeout=120)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and result.stdout == ""
     assert len(lines) == 1 and lines[0].startswith("error: ") and part in lines[0], result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("data", "name", "extra", "part"), BAD_INPUTS)
+def test_each_bad_input_is_one_line_and_exit_2(tmp_path, capsys, data, name, extra, part):
+    (tmp_path / name).write_bytes(data)
+    code, out, err = run_main(capsys, "corpus", "--input", str(tmp_path / name), "--out", str(tmp_path / "out"),
+                              *extra)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == ""
+    assert len(lines) == 1 and lines[0].startswith("error: ") and part in lines[0], err
     assert not (tmp_path / "out").exists()
