@@ -19,9 +19,7 @@ PARALLEL := -n 2 --dist loadfile
 
 .PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
-# --no-compile: pip would byte-compile every module of every package (torch, transformers: about a minute on
-# 2 cores); Python compiles what is imported, once, on first use.
-PIP := $(PY) -m pip install --disable-pip-version-check -q --no-compile
+PIP := $(PY) -m pip install --disable-pip-version-check -q
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

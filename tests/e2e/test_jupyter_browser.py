@@ -173,8 +173,11 @@ def kernel_client(server: Jupyter, kernel: str):
 
     client = BlockingKernelClient(connection_file=str(server.runtime / f"kernel-{kernel}.json"))
     client.load_connection_file()
-    client.start_channels()
-    client.wait_for_ready(timeout=TIMEOUT_S)
+    # No heartbeat channel, and ready means a kernel_info reply: wait_for_ready() also declares the kernel
+    # dead when its heartbeat misses one 1 s beat, which a busy machine caused ("Kernel died before replying
+    # to kernel_info" while the kernel was alive and the server still used it). The server watches the kernel.
+    client.start_channels(hb=False)
+    client.kernel_info(reply=True, timeout=TIMEOUT_S)
 
     def value(expression: str):
         reply = client.execute("", silent=True, user_expressions={"value": expression}, reply=True, timeout=60)
