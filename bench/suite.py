@@ -3,8 +3,8 @@
     python -m bench.suite            # one run
     python -m bench.suite --runs 3   # three in a row (the "never flaky" check), each timed
 
-Each phase starts where ``make`` echoes its command: the install (venv, requirements, ``vizcore
-prepare``, test tools, Chromium), ruff, then each pytest tier. A run's clone is removed afterwards.
+Each phase starts where ``make`` echoes its command: the install (venv, one pip resolve of
+requirements-test.txt, Chromium), ruff, then each pytest tier. A run's clone is removed afterwards.
 The install reuses pip's download cache (``~/.cache/pip``) as a second CI run on the same machine
 would; a machine that has never downloaded the wheels spends longer there. Writes the section
 "suite" of docs/BENCHMARKS.md.
@@ -81,7 +81,7 @@ def report(runs: list[dict]) -> str:
         "## Test suite: a clean clone's `bash .ci/run` (bench/suite.py)\n\n"
         f"{len(runs)} run(s) in a row, each a fresh `git clone` of the commit named, then `bash .ci/run` (= `make "
         f"test`), on {os.cpu_count()} cores. Phases by wall clock, m:ss (tests passed); the install creates the venv "
-        "from pip's download cache, runs `vizcore prepare` and checks Chromium. "
+        "from pip's download cache (one resolve of requirements-test.txt) and checks Chromium. "
         f"{within} of {len(runs)} passed within the {BUDGET_S // 60}-minute budget.\n\n"
         + markdown_table(header, rows))
 
