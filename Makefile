@@ -19,11 +19,17 @@ PARALLEL := -n 2 --dist loadfile
 
 .PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
+# Installs go through uv (from PyPI, into the venv): it unpacks and byte-compiles in parallel, about 1 minute
+# for the test requirements on 2 cores where pip took about 3 (docs/BENCHMARKS.md, "suite"). uv does not read
+# pip's configuration, so a machine's PIP_FIND_LINKS (a local torch wheel, say) is passed on. If uv cannot be
+# installed, pip does the same install.
 PIP := $(PY) -m pip install --disable-pip-version-check -q
+UV_FLAGS := --python $(PY) --compile-bytecode -q $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+INSTALL = ($(PIP) uv && $(VENV)/bin/uv pip install $(UV_FLAGS) -r $(1)) || $(PIP) -r $(1)
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) -r requirements.txt
+	$(call INSTALL,requirements.txt)
 	@echo "Checking the embedded model offline and caching the opening heatmaps (python -m vizcore prepare)..."
 	$(PY) -m vizcore prepare >/dev/null
 	touch $@
@@ -32,7 +38,7 @@ $(VENV)/.app-installed: requirements.txt
 # tests keep their own startup cache, so `make test` needs no `vizcore prepare` (its own test runs it).
 $(VENV)/.test-installed: requirements-test.txt requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) -r requirements-test.txt
+	$(call INSTALL,requirements-test.txt)
 	touch $@
 
 setup: $(VENV)/.app-installed

@@ -3,11 +3,11 @@
     python -m bench.suite            # one run
     python -m bench.suite --runs 3   # three in a row (the "never flaky" check), each timed
 
-Each phase starts where ``make`` echoes its command: the install (venv, one pip resolve of
+Each phase starts where ``make`` echoes its command: the install (venv, uv, one resolve of
 requirements-test.txt, Chromium), ruff, then each pytest tier. A run's clone is removed afterwards.
-The install reuses pip's download cache (``~/.cache/pip``) as a second CI run on the same machine
-would; a machine that has never downloaded the wheels spends longer there. Writes the section
-"suite" of docs/BENCHMARKS.md.
+Each run's install starts from an empty uv cache (``UV_CACHE_DIR`` in the run's folder), as on a machine
+that has never downloaded the wheels: every package but a local torch wheel comes from PyPI again.
+Writes the section "suite" of docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -38,10 +38,12 @@ def run_once(number: int, log_dir: Path) -> dict:
     commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=True).stdout.strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    uv_cache = Path(tempfile.mkdtemp(prefix="suite-uv-cache-"))  # empty: every wheel is downloaded again
     starts, counts, load_start = {"install": time.monotonic()}, {}, os.getloadavg()[0]
     log = log_dir / f"suite-run-{number}.log"
     with open(log, "w") as out:
-        process = subprocess.Popen(["bash", ".ci/run"], cwd=clone, env={**env, "CI": "true"}, text=True,
+        process = subprocess.Popen(["bash", ".ci/run"], cwd=clone,
+                                   env={**env, "CI": "true", "UV_CACHE_DIR": str(uv_cache)}, text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         phase = "install"
         for line in process.stdout:
@@ -54,6 +56,7 @@ def run_once(number: int, log_dir: Path) -> dict:
         rc = process.wait()
     end = time.monotonic()
     shutil.rmtree(clone, ignore_errors=True)
+    shutil.rmtree(uv_cache, ignore_errors=True)
     names = list(starts)
     times = {name: (starts[names[i + 1]] if i + 1 < len(names) else end) - starts[name] for i, name in enumerate(names)}
     return {"commit": commit, "rc": rc, "times": times, "total": end - starts["install"], "counts": counts,
@@ -81,7 +84,7 @@ def report(runs: list[dict]) -> str:
         "## Test suite: a clean clone's `bash .ci/run` (bench/suite.py)\n\n"
         f"{len(runs)} run(s) in a row, each a fresh `git clone` of the commit named, then `bash .ci/run` (= `make "
         f"test`), on {os.cpu_count()} cores. Phases by wall clock, m:ss (tests passed); the install creates the venv "
-        "from pip's download cache (one resolve of requirements-test.txt) and checks Chromium. "
+        "with uv from an empty cache (one resolve of requirements-test.txt, downloaded again) and checks Chromium. "
         f"{within} of {len(runs)} passed within the {BUDGET_S // 60}-minute budget.\n\n"
         + markdown_table(header, rows))
 

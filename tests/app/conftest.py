@@ -9,6 +9,23 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 180  # the first run loads a model; 2 shared cores can be slow
 
 
+def _scan_installed_components_once() -> None:
+    """AppTest scans every installed distribution's metadata for v2 component manifests on *every* run
+    (``AppTest._run`` -> ``discover_and_register_components``); a real server scans once, at start. With
+    the test venv's ~190 distributions that scan was about 0.5 s of a typical 0.3-0.8 s page run, so most of
+    this tier's time. Nothing is installed while the tests run, so one scan per process gives every run the
+    same manifests (the app's own components are inline: it has none)."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    if not hasattr(manifest_scanner.scan_component_manifests, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
+_scan_installed_components_once()
+
+
 @pytest.fixture(autouse=True)
 def no_job_left_behind():
     """Every AppTest session of this process shares the one job queue: each test leaves it empty."""
