@@ -118,6 +118,19 @@ def test_your_sentences_run_as_a_background_job(new_app):
     assert set(found["text"]) <= {"The dog chased the cat.", "A bird sang in the old tree."} and len(found) > 0
 
 
+def test_an_empty_run_says_so_in_the_words_of_the_box_and_keeps_the_buttons_and_the_demo(new_app):
+    """Issue 35 F: it blamed a file the user never made ("'out-64….txt' has no sentences") and lost Stop."""
+    at = new_app(PAGE, source="run").run()
+    at.text_area(key="corpus.texts").input("\n \u200b\n").run()
+    at.button(key="corpus.run").click().run()
+    ok(at)
+    assert [e.value for e in at.error] == ["There are no sentences to run: type at least one in the box, one per line."]
+    assert not any("out-" in e.value for e in at.error)
+    assert at.button(key="corpus.stop").disabled and not at.button(key="corpus.run").disabled
+    assert at.text_area(key="corpus.texts").value == "\n \u200b\n"  # what was typed stays
+    assert "corpus.job" not in at.session_state or at.session_state["corpus.job"] is None
+
+
 def test_a_new_run_replaces_the_last_ones_files_and_the_server_removes_them_when_it_stops(new_app):
     from ui.scratch import remove_all
 

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import jobs, scratch, url_state
-from ui.feedback import CHART, or_stop
+from ui.feedback import CHART, or_none
 from ui.state import get_model, segmented_choice, selection
 from vizcore.corpus import figures
 from vizcore.corpus.measures import MEASURES, Worker
@@ -108,10 +108,12 @@ def run_controls() -> str | None:
     syntax = st.checkbox("Dependency parses with spaCy (relations and search)", value=True, key=KEY_SYNTAX)
     job = jobs.current(KEY_JOB)
     left, right = st.columns(2)
-    if left.button("Run", type="primary", key="corpus.run", disabled=jobs.active(job)):
-        job = or_stop(_start, texts, syntax)
-    if right.button("Stop", key="corpus.stop", disabled=not jobs.active(job)):
+    run = left.button("Run", type="primary", key="corpus.run", disabled=jobs.active(job))
+    stop = right.button("Stop", key="corpus.stop", disabled=not jobs.active(job))  # drawn before any message
+    if stop:
         jobs.stop(KEY_JOB)
+    if run:
+        or_none(_start, texts, syntax)  # a refusal is a message; the rest of the page (the demo) stays
     jobs.live(KEY_JOB, _draw_job)
     job = jobs.current(KEY_JOB)
     if job is None or jobs.active(job):
@@ -127,8 +129,13 @@ def run_controls() -> str | None:
 
 
 def _start(texts: str, syntax: bool):
+    from vizcore.corpus.inputs import from_lines
+    from vizcore.text import is_blank
+
     lines = texts.splitlines()
-    if sum(1 for line in lines if line.strip()) > MAX_RUN_SENTENCES:
+    if all(is_blank(line) for line in lines):
+        raise VizError("There are no sentences to run: type at least one in the box, one per line.")
+    if sum(1 for line in lines if not is_blank(line)) > MAX_RUN_SENTENCES:
         raise VizError(f"That is more than {MAX_RUN_SENTENCES:,} sentences: run larger corpora with "
                        "python -m vizcore corpus and open the folder here.")
     sel = selection()
@@ -136,16 +143,11 @@ def _start(texts: str, syntax: bool):
     worker = Worker(loaded, _parser() if syntax else None)
     folder = _run_folder()
     out = folder / f"out-{abs(hash((texts, syntax, sel.model))) % 10**10}"
+    from_lines(lines, "your sentences")  # their problems (a line too long) now, as a message, before any file
     source = folder / f"{out.name}.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    from vizcore.corpus.inputs import read_corpus
     from vizcore.corpus.job import CorpusJob
 
-    try:
-        read_corpus(source)  # the file's own problems (no sentences) now, as a message
-    except VizError:
-        source.unlink(missing_ok=True)
-        raise
     settings = Settings(input=str(source), out=str(out), model=sel.model, syntax=syntax, batch_size=16,
                         shard_size=256)
     job = jobs.submit(KEY_JOB, CorpusJob(settings, worker))

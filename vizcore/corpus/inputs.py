@@ -57,6 +57,11 @@ def read_corpus(path: str | Path, text_column: str | None = None) -> Corpus:
     return _corpus(cells, path.name, column)
 
 
+def from_lines(lines: list[str], name: str) -> Corpus:
+    """Sentences typed in a box, one per line, checked like a file's (``name`` is what messages call them)."""
+    return _corpus(list(lines), name, None)
+
+
 def _corpus(cells: list[str | None], name: str, column: str | None) -> Corpus:
     kept = [(i, cell.strip()) for i, cell in enumerate(cells) if not is_blank(cell)]
     if not kept:
