@@ -12,6 +12,7 @@ import streamlit as st
 
 
 def main() -> None:
+    from ui import layout
     from ui.state import FIRST_PAGE_SHOWN, import_model_stack, sidebar
 
     st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
@@ -21,7 +22,7 @@ def main() -> None:
         st.Page("pages/inside.py", title="Attention, step by step", icon=":material/stairs:",
                 url_path="step-by-step"),
         st.Page("pages/positional.py", title="Positional encoding", icon=":material/waves:", url_path="positional"),
-        st.Page("pages/mlm.py", title="Pre-training: masked words & next sentence", icon=":material/edit_note:",
+        st.Page("pages/mlm.py", title="Pre-training: masked words", icon=":material/edit_note:",
                 url_path="fill-mask"),
         st.Page("pages/decoder.py", title="Generate", icon=":material/auto_awesome:", url_path="generate"),
         st.Page("pages/seq2seq.py", title="Translate: the whole Transformer", icon=":material/translate:",
@@ -29,9 +30,10 @@ def main() -> None:
         st.Page("pages/finetune.py", title="Fine-tuning lab", icon=":material/model_training:", url_path="finetune"),
         st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:", url_path="embeddings"),
         st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
-        st.Page("pages/corpus.py", title="Corpus: heads over many sentences", icon=":material/library_books:",
+        st.Page("pages/corpus.py", title="Corpus: many sentences", icon=":material/library_books:",
                 url_path="corpus"),
     ]
+    layout.apply()
     sidebar()
     page = st.navigation(pages)
     if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top

@@ -22,10 +22,10 @@ st.markdown(
 
 st.markdown("**Try an example** (hover a button for the full sentence). The first two differ in one "
             "word: compare where *it* looks in each.")
-for column, (i, (label, text, pair)) in zip(st.columns(len(EXAMPLES)), enumerate(EXAMPLES)):
-    full = f"{text}  ⟷  {pair}" if pair else text
-    column.button(label, key=f"home.example{i}", help=full, on_click=set_sentence, args=(text, pair),
-                  width="stretch")
+with st.container(horizontal=True, wrap=True):  # each button as wide as its label: on a narrow screen they wrap
+    for i, (label, text, pair) in enumerate(EXAMPLES):
+        full = f"{text}  ⟷  {pair}" if pair else text
+        st.button(label, key=f"home.example{i}", help=full, on_click=set_sentence, args=(text, pair), width="content")
 
 sel = selection()
 result = attention_or_stop(sel)

@@ -30,8 +30,8 @@ st.markdown(
     "Self-attention alone cannot tell word order: shuffle the words and each one gets the same "
     "output, only shuffled (see *Attention, step by step*). The Transformer (Vaswani et al. 2017) "
     "adds a vector for each position to each word vector. Its fixed **sinusoidal** version:")
-st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
-         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")  # one per line: the pair did
+st.latex(r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")  # not fit a 1024 px screen
 
 for problem in url_state.read("positional", {
         "length": ("positional.length", url_state.integer_in(1, 2048, "length")),

@@ -154,3 +154,59 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+# ---- a teacher's laptop: 1024 x 768 (issue 35 D) ---------------------------------------------------------
+# What the browser measures, not what the CSS says: an element cut by ``text-overflow: ellipsis`` is wider
+# inside than out (scrollWidth > clientWidth); a word broken inside itself has its letters on two line boxes
+# (a DOM Range over the word has client rectangles at two heights); a hidden sideways scroll is an element
+# that scrolls on x with more content than room. Tables (st.dataframe's grid) are the one allowed sideways
+# scroll: the grid draws its own scroll bar and moves with the arrow keys.
+LAPTOP = {"width": 1024, "height": 768}
+ALLOWED_SCROLL = ("stDataFrameGlideDataEditor", "dvn-scroller")
+
+MEASURE = """() => {
+  const visible = el => el.offsetParent !== null && el.getClientRects().length > 0;
+  const name = el => (el.innerText || el.getAttribute('aria-label') || el.tagName).trim().slice(0, 80);
+  const labels = 'label, button, [role=tab], [data-testid=stMetricLabel], [data-testid=stMetricValue], '
+               + '[data-testid=stSidebarNav] a';
+  const cut = [], broken = [], scrolls = [];
+  for (const el of document.querySelectorAll(labels + ', ' + labels.split(', ').map(s => s + ' *').join(', '))) {
+    if (!visible(el) || !el.innerText || !el.innerText.trim()) continue;
+    const style = getComputedStyle(el);
+    if (style.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1) cut.push(name(el));
+  }
+  for (const el of document.querySelectorAll(labels)) {
+    if (!visible(el)) continue;
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  for (const el of document.querySelectorAll('[data-testid=stMain] *')) {
+    const style = getComputedStyle(el);
+    if (!['auto', 'scroll'].includes(style.overflowX) || el.clientWidth === 0) continue;
+    if (el.scrollWidth > el.clientWidth + 2) {
+      const id = `${el.getAttribute('data-testid') || ''} ${el.className || ''}`;
+      scrolls.push(id.trim().slice(0, 80) || el.tagName);
+    }
+  }
+  return {cut, broken, scrolls};
+}"""
+
+
+def assert_fits_the_laptop(page, name: str) -> None:
+    """At 1024 x 768: no control label or metric cut to "…", no label word broken across lines ("Learnin g
+    rate"), no sideways scroll hidden in the page. Screenshot: artifacts/screenshots/laptop-<name>.png."""
+    assert page.viewport_size == LAPTOP, page.viewport_size
+    screenshot(page, f"laptop-{name}")
+    found = page.evaluate(MEASURE)
+    scrolls = [s for s in found["scrolls"] if not any(allowed in s for allowed in ALLOWED_SCROLL)]
+    assert (found["cut"], found["broken"], scrolls) == ([], [], []), f"{name} at 1024 x 768: {found}"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"

@@ -1,6 +1,8 @@
 """Direct links on a fresh plain ``streamlit run app.py`` (issue 15, defect 1): each page's URL opened
 as the very first request of a new server shows that page inside the app (its navigation and shared
-sidebar), with the link's query parameters applied and no "Page not found" dialog.
+sidebar), with the link's query parameters applied and no "Page not found" dialog; in a 1024 x 768
+window, where each page also fits (conftest.assert_fits_the_laptop; Generate, Translate and Embeddings
+are checked by their own tests).
 
 Each case starts its own server with ``python -m streamlit run app.py`` (what hosts and containers run,
 not ``make run``'s ``ui.launch``): Streamlit decides whether a ``pages/`` folder makes an app a legacy
@@ -13,14 +15,22 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.e2e.conftest import external_requests, screenshot, streamlit_server, wait_until_idle
+from tests.e2e.conftest import (
+    LAPTOP,
+    assert_fits_the_laptop,
+    external_requests,
+    screenshot,
+    streamlit_server,
+    wait_until_idle,
+)
 
 SENTENCE = "The dog barked."
 MASKED = "The dog [MASK] at the cat."
-PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page's nav title and heading
-CORPUS = "Corpus: heads over many sentences"
-TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding", PRETRAINING,
-          "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings", "Why?", CORPUS]
+PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page's heading
+# The navigation's titles: short enough for the sidebar of a 1024 x 768 screen (the headings say more)
+TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding",
+          "Pre-training: masked words", "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings",
+          "Why?", "Corpus: many sentences"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
 VIEW = ".ib-attention[data-head]"  # the client-side attention view (Home, the Explorer's heatmap)
@@ -34,11 +44,11 @@ CASES = {
     "step-by-step": ("/step-by-step", {"text": SENTENCE}, "Attention, step by step", "Attention, step by step",
                      HEATMAP),
     "positional": ("/positional", {"text": SENTENCE}, "Positional encoding", "Positional encoding", HEATMAP),
-    "fill-mask": ("/fill-mask", {"masked": MASKED}, PRETRAINING, PRETRAINING, BARS),
+    "fill-mask": ("/fill-mask", {"masked": MASKED}, TITLES[4], PRETRAINING, BARS),
     "finetune": ("/finetune", {"text": SENTENCE}, "Fine-tuning lab", "Fine-tuning lab",
                  '[data-testid="stButton"] button:has-text("Train")'),
     "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),
-    "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, CORPUS,
+    "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, TITLES[-1],
                "Corpus: what the heads do over many sentences", HEATMAP),
 }
 
@@ -76,7 +86,7 @@ def check_query_parameters(page, name: str) -> None:
 def test_a_direct_link_is_the_first_request_of_a_fresh_plain_streamlit_run(browser, name):
     path, params, nav_title, heading, drawn = CASES[name]
     with streamlit_server(["streamlit", "run", "app.py"], f"direct-link-{name}.log") as url:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport=LAPTOP)  # a teacher's laptop (each page also fits it: issue 35 D)
         page = context.new_page()
         requests = []
         page.on("request", lambda request: requests.append(request.url))
@@ -96,5 +106,6 @@ def test_a_direct_link_is_the_first_request_of_a_fresh_plain_streamlit_run(brows
             assert page.locator('[data-testid="stException"]').count() == 0
             check_query_parameters(page, name)
             assert external_requests(requests) == []
+            assert_fits_the_laptop(page, name)
         finally:
             context.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import LAPTOP, assert_fits_the_laptop, external_requests, screenshot, wait_until_idle
 from ui.embeddings.page import SENSE_TEXTS
 
 POINTS = ".js-plotly-plot .scatterlayer .trace .point"
@@ -15,12 +15,14 @@ POINTS = ".js-plotly-plot .scatterlayer .trace .point"
 def test_clicking_a_query_opens_its_sentence_in_the_explorer(app_url, page):
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
+    page.set_viewport_size(LAPTOP)  # a teacher's laptop: the page must fit it (issue 35 D)
     page.goto(f"{app_url}/embeddings?{urlencode({'view': 'queries', 'qk_layer': '2', 'qk_head': '3'})}")
     page.wait_for_selector(POINTS, timeout=180_000)
     wait_until_idle(page)
     assert page.get_by_text("Does distance stand for attention?").is_visible()
     assert "Head 2.3:" in page.locator(".js-plotly-plot").first.inner_text()
     screenshot(page, "embeddings-queries")
+    assert_fits_the_laptop(page, "embeddings")
 
     queries = page.locator(".js-plotly-plot .scatterlayer .trace").nth(0).locator(".point")  # trace 0: queries
     queries.nth(5).click(force=True)

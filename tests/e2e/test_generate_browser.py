@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import LAPTOP, assert_fits_the_laptop, external_requests, screenshot, wait_until_idle
 
 
 def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
+    page.set_viewport_size(LAPTOP)  # a teacher's laptop: the page must fit it (issue 35 D)
     page.goto(f"{app_url}/generate?{urlencode({'prompt': 'She opened the', 'mode': 'sample', 'top_k': '5'})}")
     page.wait_for_selector(".js-plotly-plot .barlayer", timeout=180_000)
     wait_until_idle(page)
+    assert_fits_the_laptop(page, "generate")
     chart = page.locator(".js-plotly-plot").first.inner_text()
     assert "cut-off · top-k 5: 5 kept" in chart and "after temperature, top-k, top-p" in chart
     assert page.get_by_text("Tokens (0 generated)").is_visible()

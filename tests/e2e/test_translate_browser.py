@@ -7,18 +7,20 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
-from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import LAPTOP, assert_fits_the_laptop, external_requests, screenshot, wait_until_idle
 
 
 def test_a_direct_link_shows_the_answer_the_steps_and_the_three_attentions(app_url, page):
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     query = {"source": "the twenty first of march nineteen ninety nine", "step": "5", "head": "2"}
+    page.set_viewport_size(LAPTOP)  # a teacher's laptop: the page must fit it (issue 35 D)
     page.goto(f"{app_url}/translate?{urlencode(query)}")
     page.wait_for_selector(".js-plotly-plot .barlayer", timeout=120_000)
     wait_until_idle(page)
     page.get_by_role("heading", name="Output: 1999-03-21").wait_for(timeout=30_000)
     page.get_by_text("Step 5 of 11.").wait_for(timeout=30_000)
+    assert_fits_the_laptop(page, "translate")
     for title in ("Step 5: the next character", "Cross-attention so far · layer 1, head 2"):
         page.locator(".js-plotly-plot .gtitle", has_text=title).first.wait_for(timeout=30_000)
     screenshot(page, "translate")

@@ -95,6 +95,7 @@ SHARED_UI = {
     "attention_component": "the in-browser attention view, drawn by Home and the Explorer",
     "launch": "make run's server command",
     "scratch": "the sessions' temporary folders",
+    "layout": "the app's page layout rules (padding on narrow screens)",
 }
 FRONT_PAGE = "home"  # the front page: named for what it is, it reads only the shared modules
 

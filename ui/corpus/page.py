@@ -179,7 +179,7 @@ def show_summary(r: CorpusResults) -> None:
     s = r.summary
     cols = st.columns(5)
     cols[0].metric("Sentences", f"{s['sentences']:,}")
-    cols[1].metric("Blank lines skipped", f"{s['skipped']:,}")
+    cols[1].metric("Blank lines", f"{s['skipped']:,}", help="Blank lines in the input are skipped, not run")
     cols[2].metric("Truncated", f"{s['truncated']:,}")
     cols[3].metric("Layers x heads", f"{r.num_layers} x {r.num_heads}")
     cols[4].metric("Arcs parsed", f"{s['arcs']:,}" if s.get("arcs") is not None else "no syntax")

@@ -119,11 +119,12 @@ def show(loaded: LoadedModel) -> dict:
     method, dims = emb.projection_controls()
     st.session_state.setdefault(KEY_COLOUR, "kind")
     st.session_state.setdefault(KEY_NORMALISE, True)
-    left, right = st.columns([3, 2])
-    colour = left.radio("Colour by", list(COLOURS), key=KEY_COLOUR, format_func=COLOURS.get, horizontal=True)
-    normalise = right.toggle("AttentionViz's key translation", key=KEY_NORMALISE,
-                             help="Keys are moved so their mean is the queries' mean, then queries x c and keys / c "
-                                  "so both have the same mean length. No attention weight changes.")
+    with st.container(horizontal=True, wrap=True):  # side by side where they fit, one above the other on a laptop
+        colour = st.radio("Colour by", list(COLOURS), key=KEY_COLOUR, format_func=COLOURS.get, horizontal=True,
+                          width="content")
+        normalise = st.toggle("AttentionViz's key translation", key=KEY_NORMALISE,
+                              help="Keys are moved so their mean is the queries' mean, then queries x c and keys / c "
+                                   "so both have the same mean length. No attention weight changes.", width="content")
     params = {**sentences.params, "qk_layer": layer, "qk_head": head, "method": method, "dims": dims,
               "qk_colour": colour, "normalise": int(normalise)}
     sel = selection()

@@ -37,6 +37,9 @@ def get_csv_frame(payload: bytes, name: str) -> pd.DataFrame:
     return read_csv_bytes(payload, name)
 
 
+INPUT_PX = 168  # the widest label, "Max length (tokens)", on one line with its help icon
+
+
 def _key(task: Task, name: str) -> str:
     """Settings a task sets otherwise (``task.defaults``) keep a value per task; the rest is shared."""
     return f"finetune.{task.name}.{name}" if name in task.defaults else f"finetune.{name}"
@@ -47,18 +50,22 @@ def settings_section(num_layers: int, task: Task) -> FinetuneConfig:
     mode = st.radio("What to train", MODES, format_func=MODE_LABELS.get, horizontal=True, key="finetune.mode",
                     help="Head only: the encoder is frozen and only the task's small head learns. Full: every "
                          "weight moves (the usual recipe, learning rate 2e-5 to 5e-5).")
-    columns = st.columns(6)
-    last_n = columns[0].number_input("N (last layers)", 1, num_layers, min(2, num_layers), key="finetune.last_n",
-                                     disabled=mode != "last_n")
-    own = f"finetune.{task.name}.lr_{mode}" if mode in task.learning_rates else f"finetune.lr_{mode}"
-    lr = columns[1].number_input("Learning rate", 1e-6, 1.0, default_lr(task, mode), format="%.0e", key=own,
-                                 help="Each mode keeps its own value; default for this task "
-                                 + ", ".join(f"{MODE_LABELS[m].split(' (')[0]} {default_lr(task, m):g}" for m in MODES))
-    epochs = columns[2].number_input("Epochs", 1, 100, defaults.epochs, key=_key(task, "epochs"))
-    batch = columns[3].number_input("Batch size", 1, 512, defaults.batch_size, key=_key(task, "batch_size"))
-    length = columns[4].number_input("Max length (tokens)", 8, 512, defaults.max_length, key=_key(task, "max_length"),
-                                     help=f"Longer inputs are cut; default for this task {defaults.max_length}")
-    seed = columns[5].number_input("Seed", 0, 2**31 - 1, 0, key="finetune.seed")
+    # Inputs as wide as their labels, wrapping onto a second row on a narrow screen (six columns broke the
+    # labels inside words at 1024 px: "Learnin g rate")
+    with st.container(horizontal=True, wrap=True):
+        last_n = st.number_input("N (last layers)", 1, num_layers, min(2, num_layers), key="finetune.last_n",
+                                 disabled=mode != "last_n", width=INPUT_PX)
+        own = f"finetune.{task.name}.lr_{mode}" if mode in task.learning_rates else f"finetune.lr_{mode}"
+        lr = st.number_input("Learning rate", 1e-6, 1.0, default_lr(task, mode), format="%.0e", key=own,
+                             width=INPUT_PX, help="Each mode keeps its own value; default for this task " + ", ".join(
+                                 f"{MODE_LABELS[m].split(' (')[0]} {default_lr(task, m):g}" for m in MODES))
+        epochs = st.number_input("Epochs", 1, 100, defaults.epochs, key=_key(task, "epochs"), width=INPUT_PX)
+        batch = st.number_input("Batch size", 1, 512, defaults.batch_size, key=_key(task, "batch_size"),
+                                width=INPUT_PX)
+        length = st.number_input("Max length (tokens)", 8, 512, defaults.max_length, key=_key(task, "max_length"),
+                                 width=INPUT_PX,
+                                 help=f"Longer inputs are cut; default for this task {defaults.max_length}")
+        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="finetune.seed", width=INPUT_PX)
     pooling = defaults.pooling
     if task.name in ("sentence", "pair"):
         pooling = st.radio("Sentence vector (what the classifier reads)", POOLINGS, format_func=POOLING_LABELS.get,

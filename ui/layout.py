@@ -1,0 +1,31 @@
+"""The app's own page layout rules, injected once per run by ``app.py``: what Streamlit's defaults get wrong
+on the screens this app is used on (a teacher's 1024 x 768 laptop, a projector).
+
+Streamlit's wide layout keeps 90 px of padding on each side of the page and 108 px above it whatever the
+screen; on a 1024 px screen beside the 338 px sidebar that left 507 px for the page, so example buttons,
+metrics and control labels were cut or broken inside words. Below 1400 px wide the padding shrinks, and a
+metric's label wraps rather than ending in an ellipsis.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+NARROW_PX = 1400
+
+CSS = f"""
+<style>
+/* A metric's label wraps onto a second line instead of ending in "…" ("max |Δ| attention, layer 1 h…") */
+[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * {{
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+}}
+@media (max-width: {NARROW_PX}px) {{
+  [data-testid="stMainBlockContainer"] {{ padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 3.5rem; }}
+}}
+</style>
+"""
+
+
+def apply() -> None:
+    """Call once per run, before the page draws (an element-free style block: it takes no space)."""
+    st.html(CSS)
