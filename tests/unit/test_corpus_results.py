@@ -87,3 +87,13 @@ def test_role_map_puts_each_head_in_its_cell():
     fig = figures.role_map(roles)
     assert np.asarray(fig.data[0].z).tolist() == [[0, 3], [1, 4]]
     assert fig.data[0].text[0][0] == "det" and list(fig.layout.yaxis.ticktext) == ["1", "2"]
+
+
+def test_a_long_relation_is_cut_to_fit_its_cell_and_named_in_full_in_the_hover():
+    """Issue 35 D: "nsubjpass" and "npadvmod" spilled over their neighbours at 1024 px."""
+    roles = pd.DataFrame({"layer": [0, 0], "head": [0, 1], "role": ["syntactic", "syntactic"],
+                          "detail": ["nsubjpass (x)", "det (y)"], "relation": ["nsubjpass", "det"]})
+    fig = figures.role_map(roles)
+    assert [str(t) for t in fig.data[0].text[0]] == ["nsub…", "det"]
+    assert all(len(str(t)) <= figures.CELL_CHARS for row in fig.data[0].text for t in row)
+    assert "nsubjpass" in str(fig.data[0].customdata[0][0]) or "nsubjpass" in str(fig.data[0].hovertext[0][0])

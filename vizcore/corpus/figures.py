@@ -19,8 +19,19 @@ ROLE_COLOURS = {"syntactic": "#1a7f37", "positional": "#1f5fa8", "special-token"
                 "mixed": "#c8c8c8"}
 
 
+CELL_CHARS = 5  # what a cell of the 12-head grid holds at CELL_FONT on a 1024 px screen (a 35 px cell)
+CELL_FONT = 10
+
+
+def cell_label(name: str) -> str:
+    """A relation's name as it fits a cell: "nsubjpass" and "npadvmod" spilled over their neighbours; the cell's
+    hover names it in full."""
+    return name if len(name) <= CELL_CHARS else name[:CELL_CHARS - 1] + "…"
+
+
 def role_map(roles: pd.DataFrame, title: str = "What each head does over the corpus") -> go.Figure:
-    """A layers x heads grid, one colour per role (``roles.ROLES``), the role's reason in the hover."""
+    """A layers x heads grid, one colour per role (``roles.ROLES``) and its name in the cell (a syntactic head's
+    relation, cut to ``CELL_CHARS``), the role's reason in the hover."""
     layers, heads = int(roles["layer"].max()) + 1, int(roles["head"].max()) + 1
     code = {role: i for i, role in enumerate(ROLES)}
     z = np.full((layers, heads), np.nan)
@@ -30,12 +41,13 @@ def role_map(roles: pd.DataFrame, title: str = "What each head does over the cor
         z[row.layer, row.head] = code[row.role]
         hover[row.layer, row.head] = (f"layer {row.layer + 1}, head {row.head + 1}<br><b>{row.role}</b>: "
                                       f"{html.escape(row.detail)}")
-        text[row.layer, row.head] = (row.relation if row.role == "syntactic" else row.role[:3])
+        text[row.layer, row.head] = cell_label(row.relation if row.role == "syntactic" else row.role[:3])
     n = len(ROLES)
     scale = []
     for i, role in enumerate(ROLES):  # a stepped scale: each role one flat band of colour
         scale += [[i / n, ROLE_COLOURS[role]], [(i + 1) / n, ROLE_COLOURS[role]]]
     fig = layer_head_heatmap(z, title, "role", zrange=(-0.5, n - 0.5), colorscale=scale, text=text, hover=hover)
+    fig.update_traces(textfont={"size": CELL_FONT})
     return fig.update_traces(colorbar={"tickvals": list(range(n)), "ticktext": list(ROLES)})
 
 
