@@ -157,3 +157,11 @@ def test_a_long_search_query_is_said_to_be_cut_and_stays_in_the_link_up_to_its_l
     at.text_input(key="embeddings.search.query").set_value("Stars at night. " * 150).run()  # 2,400 characters
     assert "query" not in at.query_params
     assert any("The link leaves out query (2,400 characters)" in c.value for c in at.caption)
+
+
+def test_sentences_cut_for_their_vectors_are_counted(new_app):
+    at = new_app().run().switch_page("pages/embeddings.py")
+    at.query_params.update({"view": "similarity", "sentences": "a b " * 300 + "\nA short one.\nAnother short one."})
+    at.run()
+    assert not at.exception
+    assert any(w.value.startswith("1 of the sentences has more than") for w in at.warning)

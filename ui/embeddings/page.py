@@ -109,17 +109,20 @@ def vector_controls(loaded: LoadedModel) -> tuple[str, str]:
     return pooling, layer
 
 
-def warn_if_cut(loaded: LoadedModel, texts: tuple[str, ...] | list[str], what: str) -> None:
-    """Say when sentence vectors read only the first tokens of some texts (each is cut to ``sequence_limit``)."""
+def warn_if_cut(loaded: LoadedModel, texts: tuple[str, ...] | list[str], what: str,
+                limit: int | None = None) -> None:
+    """Say when only the first ``limit`` tokens of some texts are read (sentence vectors: ``sequence_limit``;
+    the token maps read up to the model's maximum)."""
     from vizcore.model.run import input_length
 
-    limit = sequence_limit(loaded)
-    lengths = [input_length(loaded, text) for text in texts if text.strip()]
-    if len(lengths) == 1:
-        warn_if_longer(lengths[0], limit, what)
-    elif any(n > limit for n in lengths):
-        st.warning(f"{sum(n > limit for n in lengths):,} of {what} have more than {limit:,} tokens, as many as this "
-                   f"model's sentence vectors read: only their first {limit:,} are used.")
+    limit = sequence_limit(loaded) if limit is None else limit
+    if len(texts) == 1:
+        warn_if_longer(input_length(loaded, texts[0]), limit, what)
+        return
+    cut = sum(input_length(loaded, text) > limit for text in texts if text.strip())
+    if cut:
+        st.warning(f"{cut:,} of {what} {'has' if cut == 1 else 'have'} more than {limit:,} tokens, all that is read "
+                   f"of a text here: only the first {limit:,} of each are used.")
 
 
 def layer_code(loaded: LoadedModel, layer: str):
@@ -145,7 +148,7 @@ class Sentences:
     params: dict  # for the link
 
 
-def source_controls() -> Sentences:
+def source_controls(loaded: LoadedModel) -> Sentences:
     """The sentences to project: the word-in-context examples, some of the collection, or the user's."""
     state = st.session_state
     state.setdefault(KEY_SOURCE, "senses")
@@ -162,6 +165,7 @@ def source_controls() -> Sentences:
                          "built-in collection", {"source": source, "count": count})
     text = st.text_area("Your sentences, one per line", key=KEY_OWN, height=160)
     texts = tuple(line.strip() for line in text.splitlines() if line.strip())
+    warn_if_cut(loaded, texts, "your sentences" if len(texts) > 1 else "Your sentence", loaded.max_length)
     return Sentences(texts, None, f"your {len(texts)} sentences", {"source": source, "own": "\n".join(texts)})
 
 

@@ -95,7 +95,7 @@ def show(loaded: LoadedModel) -> dict:
         "attention is softmax(q·k / √d) over a sentence's keys. AttentionViz (Yeh et al. 2023) puts the queries and "
         "keys of many sentences into **one** projection, so a query lies near the keys it attends to. "
         "**Click a point** to open its sentence in the Attention Explorer at this layer and head.")
-    sentences = emb.source_controls()
+    sentences = emb.source_controls(loaded)
     layer, head = layer_head.layer_head(loaded.num_layers, loaded.num_heads)
     method, dims = emb.projection_controls()
     st.session_state.setdefault(KEY_COLOUR, "kind")

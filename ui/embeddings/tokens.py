@@ -54,7 +54,7 @@ def show(loaded: LoadedModel) -> dict:
     st.markdown("Every token of many sentences is a point: its vector at one layer, squeezed into 2 or 3 "
                 "dimensions. At the **embeddings** a word is one point wherever it appears; move up the layers "
                 "and watch the copies of one word spread out by meaning and mix with their neighbours.")
-    sentences = emb.source_controls()
+    sentences = emb.source_controls(loaded)
     texts, senses = sentences.texts, sentences.senses
     top = loaded.num_layers
     state = emb.state_slider(KEY_STATE, "Layer", top)
