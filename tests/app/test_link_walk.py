@@ -69,7 +69,7 @@ def check(at, link: url_state.Link, bad: dict[str, str], before: dict[str, objec
     """What broke the promise for each refused value of ``bad`` (names -> values) against ``before``."""
     params = link.all()
     warnings = " ".join(w.value for w in at.warning)
-    failures = [f"exception: {e.value}" for e in at.exception]
+    failures = [f"exception: {e.value}" for e in at.exception] + [f"error shown: {e.value}" for e in at.error]
     for name, value in bad.items():
         key, parse = params[name]
         if not must_refuse(parse, value):
