@@ -8,6 +8,7 @@ the in-browser view: ui/attention_component.py (shared with Home)
 
 import streamlit as st
 
+from ui import layer_head, url_state
 from ui.attention import page as ua
 from ui.attention.views import show_view
 from ui.state import attention_or_stop, selection, warn_if_truncated
@@ -19,9 +20,8 @@ st.markdown("Every layer and head of the model, for the sentence in the sidebar.
 
 sel = selection()
 result = attention_or_stop(sel)
-for problem in ua.read_url_once(result.num_layers, result.num_heads):
-    st.warning(problem)
-ua.clamp_selection(result.num_layers, result.num_heads)
+url_state.warn(url_state.read(ua.LINK))
+layer_head.settle(result.num_layers, result.num_heads)
 ua.keep_view_choices()
 warn_if_truncated(result)
 
@@ -29,9 +29,7 @@ view = st.radio("View", list(ua.VIEWS), format_func=ua.VIEWS.get, horizontal=Tru
 if view in ua.BROWSER_VIEWS:  # the renderer's own Layer/Head steppers switch in the browser, with no rerun
     layer, head = st.session_state[ua.KEY_LAYER], st.session_state[ua.KEY_HEAD]
 else:
-    left, right = st.columns(2)
-    layer = left.slider("Layer", 1, result.num_layers, key=ua.KEY_LAYER)
-    head = right.slider("Head", 1, result.num_heads, key=ua.KEY_HEAD)
+    layer, head = layer_head.layer_head(result.num_layers, result.num_heads)
 is_pair = bool((result.segment_ids == 1).any())
 with st.expander("Tokens shown: pair filter, [CLS]/[SEP], word pieces", expanded=is_pair):
     columns = st.columns(3)

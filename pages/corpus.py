@@ -16,8 +16,7 @@ st.markdown(
     "One sentence's attention is an anecdote. Over a corpus, each head's **habits** show: heads that look at "
     "the previous word, park on [SEP], spread out, or follow a **dependency relation** (a determiner to its "
     "noun, an object to its verb) better than any fixed offset, as Clark et al. (2019) found in BERT.")
-for problem in url_state.read("corpus", corpus.URL_PARAMS):
-    st.warning(problem)
+url_state.warn(url_state.read(corpus.LINK))
 folder = corpus.choose_folder()
 params = {"source": st.session_state.get(corpus.KEY_SOURCE)}
 if folder:

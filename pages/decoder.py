@@ -12,8 +12,7 @@ from ui.decoder import page as gen
 from ui.feedback import or_stop
 from ui.state import selection
 
-for problem in gen.read_url():
-    st.warning(problem)
+url_state.warn(url_state.read(gen.LINK))
 gen.init_state()
 st.title("Generate, one token at a time")
 st.markdown(

@@ -10,8 +10,9 @@ queries: one view each)
 import streamlit as st
 
 from ui import url_state
-from ui.embeddings import contexts, queries, search, similarity, tokens
 from ui.embeddings import page as emb
+from ui.embeddings import queries
+from ui.embeddings.link import LINK, SECTIONS
 
 queries.follow_click()
 st.title("Embeddings: what the vectors say")
@@ -19,11 +20,9 @@ st.markdown(
     "Every token leaves each layer as a vector, and a sentence can be pooled into one. Compare sentences by the "
     "**cosine** of their vectors, **search** a collection by meaning, follow **one word** through the layers in "
     "different sentences, and see **many tokens at once** as points, down to one head's queries and keys.")
-sections = {"similarity": similarity, "search": search, "contexts": contexts, "tokens": tokens, "queries": queries}
-for problem in emb.read_url(*(section.URL_PARAMS for section in sections.values())):
-    st.warning(problem)
+url_state.warn(url_state.read(LINK))
 emb.keep_choices()
 view = emb.choose_view()
 loaded = emb.model()
-params = sections[view].show(loaded) or {}
+params = SECTIONS[view].show(loaded) or {}
 url_state.write({"view": view, **params})

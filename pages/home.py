@@ -9,7 +9,7 @@ package is ui/attention/
 
 import streamlit as st
 
-from ui import url_state
+from ui import layer_head, url_state
 from ui.attention_component import attention_view
 from ui.state import attention_or_stop, selection, set_sentence, warn_if_truncated
 from vizcore.attention.examples import EXAMPLES
@@ -30,13 +30,9 @@ with st.container(horizontal=True, wrap=True):  # each button as wide as its lab
 sel = selection()
 result = attention_or_stop(sel)
 warn_if_truncated(result)
-for problem in url_state.read("home", {"layer": ("home.layer", url_state.integer_in(1, result.num_layers, "layer")),
-                                       "head": ("home.head", url_state.integer_in(1, result.num_heads, "head"))}):
-    st.warning(problem)
-url_state.settle("home.layer", 3, 1, result.num_layers)
-url_state.settle("home.head", 1, 1, result.num_heads)
-layer, head = st.session_state["home.layer"], st.session_state["home.head"]
-attention_view(result, key="home.view", keys={"layer": "home.layer", "head": "home.head"},
+url_state.warn(url_state.read(layer_head.HOME_LINK))
+layer, head = layer_head.settle(result.num_layers, result.num_heads)
+attention_view(result, key="home.view", keys={"layer": layer_head.KEY_LAYER, "head": layer_head.KEY_HEAD},
                layer=layer, head=head)
 url_state.write({"layer": layer, "head": head})
 st.caption(

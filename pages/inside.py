@@ -11,6 +11,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import CHART, or_none, or_stop
 from ui.inside.page import (
+    LINK,
     get_embedding_parts,
     get_padding,
     get_permutation,
@@ -21,7 +22,8 @@ from ui.inside.page import (
     show_check,
     show_matrix,
 )
-from ui.state import attention_or_stop, model_or_stop, selection
+from ui.layer_head import layer_head
+from ui.state import attention_or_stop, model_or_stop, selection, warn_if_truncated
 from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
 from vizcore.inside.figures import change_bars, softmax_bars, token_labels, variance_figure
 from vizcore.inside.steps import MASKED, architecture
@@ -32,19 +34,14 @@ PAGE = "step_by_step"
 st.title("Attention, step by step")
 sel = selection()
 loaded = model_or_stop(sel)
-for problem in url_state.read(PAGE, {"layer": (f"{PAGE}.layer", url_state.integer_in(1, loaded.num_layers, "layer")),
-                                     "head": (f"{PAGE}.head", url_state.integer_in(1, loaded.num_heads, "head"))}):
-    st.warning(problem)
+url_state.warn(url_state.read(LINK))
 
 if loaded.is_decoder:  # no recomputation for decoders, but their own causal pattern is worth seeing
     st.warning("This model is a decoder. The step-by-step recomputation supports BERT-family encoders; "
                "below is the model's own causal (look-ahead) pattern.")
     result = attention_or_stop(sel)
-    url_state.settle(f"{PAGE}.layer", 1, 1, result.num_layers)
-    url_state.settle(f"{PAGE}.head", 1, 1, result.num_heads)
-    left, right = st.columns(2)
-    layer = left.slider("Layer", 1, result.num_layers, key=f"{PAGE}.layer")
-    head = right.slider("Head", 1, result.num_heads, key=f"{PAGE}.head")
+    warn_if_truncated(result)
+    layer, head = layer_head(result.num_layers, result.num_heads)
     weights = result.attention[layer - 1, head - 1]
     labels = token_labels(result.tokens)
     show_matrix(weights, f"{result.model}: its own causal weights, layer {layer}, head {head}", f"{PAGE}.decoder",
@@ -56,19 +53,13 @@ if loaded.is_decoder:  # no recomputation for decoders, but their own causal pat
 
 or_stop(architecture, loaded)
 run = or_stop(get_run, sel.model, sel.device, sel.text, sel.pair)
-if run.truncated:
-    st.warning(f"The input has {run.num_input_tokens:,} tokens; this model reads at most {len(run.tokens):,}, "
-               f"so only the first {len(run.tokens):,} are used.")
+warn_if_truncated(run)
 labels = token_labels(run.tokens)
 st.markdown(f"**{sel.model}** on the sentence in the sidebar ({len(run.tokens)} tokens). Each step below is "
             "computed here from the model's weights, then compared with what the model itself computes. "
             "Supported: BERT-family encoders (BERT, RoBERTa, MiniLM: `encoder.layer`) and DistilBERT.")
 
-url_state.settle(f"{PAGE}.layer", 1, 1, loaded.num_layers)
-url_state.settle(f"{PAGE}.head", 1, 1, loaded.num_heads)
-left, right = st.columns(2)
-layer = left.slider("Layer", 1, loaded.num_layers, key=f"{PAGE}.layer")
-head = right.slider("Head", 1, loaded.num_heads, key=f"{PAGE}.head")
+layer, head = layer_head(loaded.num_layers, loaded.num_heads)
 url_state.write({"layer": layer, "head": head})
 steps = or_stop(get_steps, sel.model, sel.device, sel.text, sel.pair, layer - 1, head - 1)
 d, d_k, t = steps.x.shape[1], steps.d_k, len(run.tokens)

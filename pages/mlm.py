@@ -13,6 +13,7 @@ from ui import url_state
 from ui.feedback import CHART, or_none
 from ui.mlm import nsp
 from ui.mlm import page as fm
+from ui.mlm.link import LINK
 from ui.state import selection
 from vizcore.errors import VizError
 from vizcore.mlm.figures import (
@@ -115,7 +116,8 @@ def show_mask_attention(result: FillMaskResult) -> None:
                     key="fill_mask.attention_view")
     rows = result.mask_attention[:, :, mask, :]  # (L, H, T)
     if view.startswith("One"):
-        layer = st.slider("Layer", 1, layers, layers, key="fill_mask.attention_layer")
+        layer = int(st.number_input("Layer", 1, layers, layers, step=1, key="fill_mask.attention_layer",
+                                    help=f"1 to {layers}: every head of that layer"))
         matrix, labels, what = rows[layer - 1], [f"head {h}" for h in range(1, heads + 1)], f"layer {layer}"
     else:
         matrix, labels, what = rows.mean(1), [f"layer {i}" for i in range(1, layers + 1)], "mean over heads"
@@ -190,7 +192,7 @@ def masked_words(device: str) -> None:
         show_mask_attention(result)
 
 
-fm.init_from_query_params()
+url_state.warn(url_state.read(LINK))
 nsp.prepare()
 st.title("Pre-training: masked words & next sentence")
 st.markdown("BERT learnt from raw text with two tasks at once: guess the **masked words** of a sentence, and "

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_stop
-from ui.positional.page import get_learned, get_sinusoidal
+from ui.positional.page import LINK, get_learned, get_sinusoidal
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
 from vizcore.positional.encoding import (
@@ -33,10 +33,7 @@ st.markdown(
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")  # one per line: the pair did
 st.latex(r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")  # not fit a 1024 px screen
 
-for problem in url_state.read("positional", {
-        "length": ("positional.length", url_state.integer_in(1, 2048, "length")),
-        "d_model": ("positional.d_model", url_state.integer_in(2, 1024, "d_model"))}):
-    st.warning(problem)
+url_state.warn(url_state.read(LINK))
 left, right = st.columns(2)
 st.session_state.setdefault("positional.length", 64)
 st.session_state.setdefault("positional.d_model", 128)

@@ -12,8 +12,7 @@ from ui import url_state
 from ui.seq2seq import page as tr
 from ui.seq2seq import training, views
 
-for problem in tr.read_url():
-    st.warning(problem)
+url_state.warn(url_state.read(tr.LINK))
 tr.init_state()
 st.title("Translate: the whole Transformer")
 st.markdown(

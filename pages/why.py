@@ -10,6 +10,7 @@ import streamlit as st
 from ui import url_state
 from ui.why import ablation, attribution, importance, patching
 from ui.why import page as why
+from ui.why.link import LINK
 
 st.title("Why did the model say that?")
 st.markdown(
@@ -18,8 +19,7 @@ st.markdown(
     "activation from another sentence into this one, and **attribute** the answer to the input words "
     "with gradients, left-out words and attention rollout side by side.")
 
-for problem in why.read_url(ablation.URL_PARAMS, importance.URL_PARAMS, patching.URL_PARAMS, attribution.URL_PARAMS):
-    st.warning(problem)
+url_state.warn(url_state.read(LINK))
 part = why.choose_part()
 ctx = why.context(needs_mask=part in ("ablation", "attribution"))
 sections = {"ablation": ablation, "importance": importance, "patching": patching, "attribution": attribution}

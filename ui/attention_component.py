@@ -2,7 +2,8 @@
 
 Head and layer switches, hovers and focus happen in the browser. The component reports a switch or a
 grid click with ``setStateValue("selection", {layer, head, view})`` (0-based); the callback writes it to
-the page's session keys (1-based), and the page's run rewrites the URL.
+the page's session keys (1-based; Home and the Explorer pass the session's ``shared.layer``/``shared.head``,
+ui/layer_head.py), and the page's run rewrites the URL.
 
 Bytes: the component's data is the renderer's payload in its binary form (``payload.binary_payload``:
 deflated codes with no base64, a quarter fewer bytes than the JSON form). It opens on ``initial``; when

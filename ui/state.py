@@ -30,6 +30,9 @@ KEY_MODEL_OTHER = "shared.model_other"
 KEY_DEVICE = "shared.device"
 KEY_TEXT = "shared.text"
 KEY_PAIR = "shared.pair"
+# The session's layer and head of the sidebar's model, 1-based (ui/layer_head.py draws them): kept across pages.
+KEY_LAYER = "shared.layer"
+KEY_HEAD = "shared.head"
 # Set by app.py when a page run has finished; the launcher's warm-up waits for it (see ui/launch.py).
 FIRST_PAGE_SHOWN = threading.Event()
 _MODEL_STACK = threading.Lock()
@@ -132,7 +135,7 @@ def sidebar() -> Selection:
     init_from_query_params()
     # Re-assigning pins the values: Streamlit drops a widget's state on a page switch when the
     # widget was not drawn in the previous run, and the sentence must survive every switch.
-    for key in (KEY_MODEL_CHOICE, KEY_MODEL_OTHER, KEY_DEVICE, KEY_TEXT, KEY_PAIR):
+    for key in (KEY_MODEL_CHOICE, KEY_MODEL_OTHER, KEY_DEVICE, KEY_TEXT, KEY_PAIR, KEY_LAYER, KEY_HEAD):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
@@ -177,8 +180,18 @@ def attention_or_stop(sel: Selection) -> Run:
 
 
 def warn_if_truncated(result: Run) -> None:
-    if result.truncated:
-        st.warning(
-            f"The input has {result.num_input_tokens:,} tokens; this model reads at most "
-            f"{len(result.tokens):,}, so only the first {len(result.tokens):,} are shown."
-        )
+    warn_if_longer(result.num_input_tokens, len(result.tokens))
+
+
+def warn_if_longer(num_tokens: int, limit: int, what: str = "The input") -> None:
+    """The one notice for an input cut to what the model reads (every page that reads a sentence says it)."""
+    if num_tokens > limit:
+        st.warning(f"{what} has {num_tokens:,} tokens; this model reads at most {limit:,}, so only the first "
+                   f"{limit:,} are used.")
+
+
+def warn_if_too_long(loaded: LoadedModel, text: str, pair: str | None = None, what: str = "The input") -> None:
+    """``warn_if_longer`` for a text the page tokenises itself (a query, a sentence explained)."""
+    from vizcore.model.run import input_length
+
+    warn_if_longer(input_length(loaded, text, pair), loaded.max_length, what)

@@ -9,6 +9,7 @@ import pytest
 from tests.app.conftest import decode_plotly, plotly_traces, renderer_head, renderer_payload, set_shared
 from ui.state import DEFAULT_TEXT
 from vizcore.attention.extract import extract_attention
+from vizcore.model.heads import default_head
 from vizcore.model.loading import load_model
 
 PAGE = "pages/attention.py"
@@ -58,7 +59,7 @@ def spec(at, index=0):
 def test_url_opens_the_given_layer_and_head_with_the_models_weights(explorer, reference):
     at = explorer(layer="2", head="3")
     assert not at.exception and not at.error
-    assert not at.slider  # the renderer's own steppers choose the head: one set of controls
+    assert not at.number_input  # the renderer's own steppers choose the head: one set of controls
     payload = renderer_payload(at)
     assert payload["initial"] == {"layer": 1, "head": 2, "view": "heatmap"}
     np.testing.assert_allclose(renderer_head(payload), reference.attention[1, 2], atol=QUANTUM)
@@ -70,14 +71,14 @@ def test_url_opens_the_given_layer_and_head_with_the_models_weights(explorer, re
 
 def test_the_server_views_sliders_and_the_renderer_share_one_selection(explorer, reference):
     at = explorer(view="aggregate")
-    at.slider(key="attention.layer").set_value(6)
+    at.number_input(key="shared.layer").set_value(6)
     rerun(at)
-    at.slider(key="attention.head").set_value(12)
+    at.number_input(key="shared.head").set_value(12)
     rerun(at)
     assert param(at, "layer") == "6" and param(at, "head") == "12"
     at.radio(key="attention.view").set_value("heatmap")
     rerun(at)
-    assert not at.slider
+    assert not at.number_input
     np.testing.assert_allclose(renderer_head(renderer_payload(at)), reference.attention[5, 11], atol=QUANTUM)
     assert param(at, "layer") == "6" and param(at, "head") == "12" and param(at, "view") == "heatmap"
 
@@ -88,11 +89,11 @@ def test_a_switch_in_the_browser_moves_the_selection_and_the_url(explorer):
 
     at = explorer(view="grid")
     before = renderer_payload(at)
-    store_selection(at.session_state, "attention.renderer", {"layer": "attention.layer", "head": "attention.head",
+    store_selection(at.session_state, "attention.renderer", {"layer": "shared.layer", "head": "shared.head",
                                                              "view": "attention.view"},
                     {"layer": 3, "head": 4, "view": "heatmap"})
     rerun(at)
-    assert (at.session_state["attention.layer"], at.session_state["attention.head"]) == (4, 5)
+    assert (at.session_state["shared.layer"], at.session_state["shared.head"]) == (4, 5)
     assert at.radio(key="attention.view").value == "heatmap"
     assert param(at, "layer") == "4" and param(at, "head") == "5" and param(at, "view") == "heatmap"
     assert renderer_payload(at) == before  # the browser already shows it: the same data, sent as a reference
@@ -103,7 +104,9 @@ def test_bad_url_values_are_reported_and_ignored(explorer):
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
     assert "layer='99'" in warnings and "head='x'" in warnings and "view='nope'" in warnings
-    assert at.session_state["attention.layer"] == 1 and renderer_payload(at)["initial"]["layer"] == 0
+    layer, _ = default_head(6, 12)
+    assert at.session_state["shared.layer"] == layer + 1 and renderer_payload(at)["initial"]["layer"] == layer
+    assert param(at, "layer") is None and param(at, "view") is None  # the refused values left the link
 
 
 def test_grid_view_shows_every_head_and_highlights_the_selected_one(explorer, reference):

@@ -18,6 +18,7 @@ from ui.embeddings.similarity import EXAMPLE
 from vizcore.embeddings.contexts import CONTEXT_SETS
 from vizcore.embeddings.projection import project, token_vectors
 from vizcore.embeddings.search import builtin_collection
+from vizcore.model.heads import default_head
 from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL, load_model
 
 PAGE = "pages/embeddings.py"
@@ -116,7 +117,8 @@ def test_a_link_sets_the_sentences_and_a_bad_value_is_reported(new_app):
     at = open_page(new_app, sentences="A dog barks.\nA puppy yelps.", pooling="max", layer="9", view="nope")
     ok(at)
     warnings = " ".join(w.value for w in at.warning)
-    assert "view='nope'" in warnings and "no layer '9'" in warnings
+    assert "view='nope'" in warnings
+    assert "layer='9' was not used: here it is one of 1, 2, 3, 4, 5, 6, last4." in warnings
     assert at.radio(key="embeddings.pooling").value == "max"
     assert len(decode_plotly(chart(at, "embeddings.sim.heatmap")["data"][0]["z"])) == 2
 
@@ -249,7 +251,9 @@ def test_token_map_controls(new_app):
 def test_a_layer_the_model_lacks_is_reported(new_app, view, param):
     at = open_page(new_app, view=view, **{param: "9"})
     ok(at)
-    assert "This model has no layer 9 (0 = embeddings, then 1 to 6); showing layer 6." in [w.value for w in at.warning]
+    assert f"The link's {param}='9' was not used: it must be a whole number from 0 to 6 here." in [
+        w.value for w in at.warning]
+    assert param not in link(at)  # left out of the rewritten link while the slider shows the default (layer 6)
 
 
 def test_umap_gives_the_same_numbers_every_time(new_app):
@@ -284,11 +288,15 @@ def test_queries_and_keys_of_a_head(new_app):
     assert decode_plotly(chart(at, "embeddings.qk.chart")["data"][0]["marker"]["color"]).shape == (2 * n,)
 
 
-def test_a_head_the_model_lacks_is_reported_and_kept_in_range(new_app):
+def test_a_head_the_model_lacks_is_reported_and_left_out(new_app):
     at = open_page(new_app, view="queries", qk_layer="9", qk_head="20")
     ok(at)
     warnings = " ".join(w.value for w in at.warning)
-    assert "no layer 9 (1 to 6); showing 6" in warnings and "no head 20 (1 to 12); showing 12" in warnings
+    assert "qk_layer='9' was not used: it must be a whole number from 1 to 6 here." in warnings
+    assert "qk_head='20' was not used: it must be a whole number from 1 to 12 here." in warnings
+    layer, head = default_head(6, 12)
+    assert (at.number_input(key="shared.layer").value, at.number_input(key="shared.head").value) == (layer + 1,
+                                                                                                     head + 1)
 
 
 def test_a_click_takes_the_points_sentence_and_the_head():
@@ -309,7 +317,7 @@ def test_a_click_takes_the_points_sentence_and_the_head():
     at = AppTest.from_function(script).run()
     ok(at)
     assert at.session_state["shared.text"] == "C d e." and at.session_state["shared.pair"] == ""
-    assert (at.session_state["attention.layer"], at.session_state["attention.head"]) == (2, 7)
+    assert (at.session_state["shared.layer"], at.session_state["shared.head"]) == (2, 7)
     assert at.session_state["embeddings.qk.open"]["text"] == "C d e."
 
 
@@ -317,7 +325,7 @@ def test_the_page_follows_a_click_to_the_explorer(new_app):
     at = open_page(new_app, view="queries")
     sentence = SENSE_TEXTS[4]
     at.session_state["shared.text"] = sentence
-    at.session_state["attention.layer"], at.session_state["attention.head"] = 2, 7
+    at.session_state["shared.layer"], at.session_state["shared.head"] = 2, 7
     at.session_state["embeddings.qk.open"] = {"text": sentence, "layer": "2", "head": "7", "view": "heatmap"}
     at.run()
     ok(at)

@@ -145,7 +145,7 @@ def test_mask_attention_by_layer_and_head(app):
     z = decode_plotly(spec["data"][0]["z"])
     assert z.shape == (12, 9)  # 12 heads x [CLS] the capital of france is [MASK] . [SEP]
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-4)
-    app.slider(key="fill_mask.attention_layer").set_value(2).run()
+    app.number_input(key="fill_mask.attention_layer").set_value(2).run()
     assert "layer 2" in chart(app, "fill_mask.attention")["layout"]["title"]["text"]
     app.radio(key="fill_mask.attention_view").set_value("Every layer, mean over heads").run()
     assert decode_plotly(chart(app, "fill_mask.attention")["data"][0]["z"]).shape == (6, 9)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import decode_plotly, plotly_traces
+from vizcore.model.heads import default_head
 
 PAGE = "pages/decoder.py"
 
@@ -122,7 +123,7 @@ def test_the_link_sets_the_page_and_is_written_back(new_app):
               "top_k": "5", "top_p": "0.9", "seed": "3", "steps": "2", "layer": "2", "head": "3"}
     at = new_app(PAGE, **params).run()
     no_exception(at)
-    assert at.slider(key="generate.layer").value == 2 and at.slider(key="generate.head").value == 3
+    assert at.number_input(key="generate.layer").value == 2 and at.number_input(key="generate.head").value == 3
     assert at.slider(key="generate.top_k").value == 5 and at.number_input(key="generate.seed").value == 3
     assert "(2 generated)" in tokens_line(at) and "`going`" in tokens_line(at)
     assert {k: link(at)[k] for k in params} == params
@@ -134,8 +135,11 @@ def test_a_layer_or_head_the_model_lacks_is_reported_not_silently_changed(new_ap
     at = new_app(PAGE, prompt="She opened the", layer="9", head="20").run()
     no_exception(at)
     warnings = " ".join(w.value for w in at.warning)
-    assert "no layer 9 (it has 1 to 6)" in warnings and "no head 20 (it has 1 to 12)" in warnings
-    assert at.slider(key="generate.layer").value == 6 and at.slider(key="generate.head").value == 12
+    assert "layer='9' was not used: it must be a whole number from 1 to 6 here." in warnings
+    assert "head='20' was not used: it must be a whole number from 1 to 12 here." in warnings
+    layer, head = default_head(6, 12)  # the shipped causal LM's shape: the house default, not the nearest
+    assert (at.number_input(key="generate.layer").value, at.number_input(key="generate.head").value) == (
+        layer + 1, head + 1)
 
 
 def test_a_prompt_too_long_for_the_link_leaves_it_and_its_steps_out(new_app):

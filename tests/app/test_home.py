@@ -5,6 +5,7 @@ import pytest
 
 from tests.app.conftest import renderer_head, renderer_payload, set_shared
 from ui.state import DEFAULT_TEXT, OTHER_MODEL
+from vizcore.model.heads import default_head
 
 
 @pytest.fixture
@@ -31,7 +32,8 @@ def test_home_shows_heatmap_of_the_default_sentence(app):
     assert z.shape == (16, 16)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=0.02)  # 8-bit weights
     assert "animal" in payload["tokens"]
-    assert payload["initial"] == {"layer": 2, "head": 0, "view": "heatmap"}  # layer 3, head 1
+    layer, head = default_head(6, 12)  # all-MiniLM-L6-v2's shape: layer 3, head 1
+    assert payload["initial"] == {"layer": layer, "head": head, "view": "heatmap"}
     assert sorted(payload["layers"]) == [str(l) for l in range(6)]  # every layer: switches need no server
 
 
@@ -60,20 +62,20 @@ def test_a_switch_made_in_the_browser_updates_the_url_without_resending_the_weig
     from ui.attention_component import store_selection
 
     before = heatmap(app)
-    store_selection(app.session_state, "home.view", {"layer": "home.layer", "head": "home.head"},
+    store_selection(app.session_state, "home.view", {"layer": "shared.layer", "head": "shared.head"},
                     {"layer": 0, "head": 4, "view": "heatmap"})
     app.run()
     assert param(app, "layer") == "1" and param(app, "head") == "5"
     assert heatmap(app) == before  # same message: Streamlit sends a reference, not the weights
-    app.session_state["home.layer"] = 2  # a switch from elsewhere (a link, an example) opens on it
+    app.session_state["shared.layer"] = 2  # a switch from elsewhere (a link, an example) opens on it
     app.run()
     assert heatmap(app)["initial"] == {"layer": 1, "head": 4, "view": "heatmap"}
 
 
 def test_bad_layer_in_the_link_is_reported(new_app):
     at = new_app(layer="9").run()
-    assert "layer must be a whole number from 1 to 6" in at.warning[0].value
-    assert heatmap(at)["initial"]["layer"] == 2
+    assert "layer='9' was not used: it must be a whole number from 1 to 6 here." in at.warning[0].value
+    assert heatmap(at)["initial"]["layer"] == default_head(6, 12)[0]
 
 
 @pytest.mark.parametrize("text", ["", "   "])

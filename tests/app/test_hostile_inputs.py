@@ -503,10 +503,12 @@ def test_hostile_padding_sentence(step, name):
 LONG_TEXT, TOO_LONG = SENTENCES["100k-chars"], SENTENCES["250k-chars"]
 LINKS = {
     "layer-abc-head-minus-1": ("pages/attention.py", {"layer": "abc", "head": "-1"},
-                               ("warning", "layer='abc' is not a layer")),
-    "layer-999": ("pages/attention.py", {"layer": "999"}, ("warning", "layer='999' is not a layer")),
-    "layer-0-head-1.5": ("pages/attention.py", {"layer": "0", "head": "1.5"}, ("warning", "head='1.5' is not a head")),
-    "view-script": ("pages/attention.py", {"view": "<script>alert(1)</script>"}, ("warning", "is unknown")),
+                               ("warning", "layer='abc' was not used: it must be a whole number")),
+    "layer-999": ("pages/attention.py", {"layer": "999"},
+                  ("warning", "layer='999' was not used: it must be a whole number from 1 to 6 here")),
+    "layer-0-head-1.5": ("pages/attention.py", {"layer": "0", "head": "1.5"},
+                         ("warning", "head='1.5' was not used: it must be a whole number")),
+    "view-script": ("pages/attention.py", {"view": "<script>alert(1)</script>"}, ("warning", "it is one of heatmap")),
     "text-100k": ("pages/attention.py", {"text": LONG_TEXT}, ("warning", "at most 512")),
     "text-250k": ("pages/attention.py", {"text": TOO_LONG}, ("error", "the limit is 200,000")),
     "model-dot-dot": ("pages/attention.py", {"model": "../../x"}, ("error", "does not exist")),

@@ -86,9 +86,9 @@ def test_a_link_sets_the_pair(new_app):
     assert shown_probability(at) == pytest.approx(expected(a, b), abs=1e-6)
 
 
-def test_the_head_sliders_pick_the_cls_row_shown(app):
-    app.slider(key="fill_mask.nsp_layer").set_value(2)
-    app.slider(key="fill_mask.nsp_head").set_value(5).run()
+def test_the_head_steppers_pick_the_cls_row_shown(app):
+    app.number_input(key="fill_mask.nsp_layer").set_value(2)
+    app.number_input(key="fill_mask.nsp_head").set_value(5).run()
     figure = chart(app, "fill_mask.nsp_bars")
     assert "layer 2, head 5" in figure["layout"]["title"]["text"]
     result = next_sentence(get_model(NSP_MODEL, "auto", "nsp"), *EXAMPLES[0][:2])

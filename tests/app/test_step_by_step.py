@@ -8,9 +8,11 @@ import pytest
 from tests.app.conftest import decode_plotly, set_shared
 from ui.state import DEFAULT_TEXT, OTHER_MODEL
 from vizcore.attention.extract import extract_attention
+from vizcore.model.heads import default_head
 from vizcore.model.loading import DEFAULT_MODEL, load_model
 
 PAGE = "pages/inside.py"
+LAYER, HEAD = (i + 1 for i in default_head(6, 12))  # where every page opens for all-MiniLM-L6-v2 (1-based)
 
 
 @pytest.fixture
@@ -37,20 +39,21 @@ def metrics(at) -> dict[str, str]:
 def test_default_sentence_every_check_passes_and_weights_are_the_models(app, minilm):
     assert not app.exception and not app.error
     shown = metrics(app)
-    for label in ("max |Δ| attention, layer 1 head 1", "max |Δ| attention, all 12 heads", "max |Δ| layer 1 output",
+    for label in (f"max |Δ| attention, layer {LAYER} head {HEAD}", "max |Δ| attention, all 12 heads",
+                  f"max |Δ| layer {LAYER} output",
                   "max |Δ| vs the model's own layer-1 input", "max |output − model's own hidden state|"):
         assert float(shown[label]) <= 1e-5, label
     own = extract_attention(minilm, DEFAULT_TEXT).attention
     weights = decode_plotly(chart(app, "step_by_step.weights")["data"][0]["z"])
-    np.testing.assert_allclose(weights, own[0, 0], atol=1e-5)
+    np.testing.assert_allclose(weights, own[LAYER - 1, HEAD - 1], atol=1e-5)
     assert "shape 16 × 16" in chart(app, "step_by_step.weights")["layout"]["title"]["text"]
     assert "shape 16 × 1536" in chart(app, "step_by_step.ffn1")["layout"]["title"]["text"]
     assert "shape 16 × 32" in chart(app, "step_by_step.q")["layout"]["title"]["text"]
 
 
-def test_layer_and_head_sliders_are_one_based(app, minilm):
-    app.slider(key="step_by_step.layer").set_value(4).run()
-    app.slider(key="step_by_step.head").set_value(7).run()
+def test_layer_and_head_steppers_are_one_based(app, minilm):
+    app.number_input(key="shared.layer").set_value(4).run()
+    app.number_input(key="shared.head").set_value(7).run()
     assert not app.exception
     shown = metrics(app)
     assert float(shown["max |Δ| attention, layer 4 head 7"]) <= 1e-5 and float(shown["max |Δ| layer 4 output"]) <= 1e-5
@@ -106,7 +109,7 @@ def test_empty_sentence_is_a_clear_message(app, text):
 
 def test_markup_emoji_and_a_one_word_sentence(app):
     set_shared(app, text="<script>alert(1)</script> 🦊")
-    assert not app.exception and float(metrics(app)["max |Δ| layer 1 output"]) <= 1e-5
+    assert not app.exception and float(metrics(app)[f"max |Δ| layer {LAYER} output"]) <= 1e-5
     assert "[UNK]" in app.dataframe[0].value.iloc[0].tolist()
     set_shared(app, text="Hello")
     assert not app.exception and "two different words" in app.error[0].value
@@ -116,7 +119,7 @@ def test_100k_characters_are_truncated_with_a_warning_and_still_exact(app):
     set_shared(app, text="many words here " * 6250)
     assert not app.exception
     assert "at most 512" in app.warning[0].value
-    assert float(metrics(app)["max |Δ| layer 1 output"]) <= 1e-5
+    assert float(metrics(app)[f"max |Δ| layer {LAYER} output"]) <= 1e-5
 
 
 def test_decoder_shows_its_own_causal_pattern(app, tiny_model_dir):

@@ -97,8 +97,8 @@ def test_the_step_buttons_and_slider_show_that_steps_distribution(page):
 def test_layer_and_head_change_the_figures_data(page):
     at = page
     expected = translate(FIRST).run
-    at.slider(key="translate.head").set_value(3).run()
-    at.slider(key="translate.enc_layer").set_value(2).run()
+    at.number_input(key="translate.head").set_value(3).run()
+    at.number_input(key="translate.enc_layer").set_value(2).run()
     no_exception(at)
     np.testing.assert_allclose(heat(at, "translate.cross"), expected.cross[0, 2], atol=1e-6)
     np.testing.assert_allclose(heat(at, "translate.encoder"), expected.encoder[1, 2], atol=1e-6)
@@ -173,14 +173,16 @@ def test_the_link_sets_the_controls_and_bad_values_are_reported(new_app):
     at = new_app(PAGE, **params).run()
     no_exception(at)
     assert at.slider(key="translate.beam").value == 2 and at.slider(key="translate.step").value == 5
-    assert at.slider(key="translate.enc_layer").value == 2 and at.slider(key="translate.head").value == 4
+    assert at.number_input(key="translate.enc_layer").value == 2 and at.number_input(key="translate.head").value == 4
     assert output_line(at) == f"## Output: `{translate(EXAMPLES[4], 2).run.output}`"
     assert {k: link(at)[k] for k in params} == params
     bad = new_app(PAGE, beam="9", layer="3", step="40", translator="trained-here").run()
     no_exception(bad)
     warnings = " ".join(w.value for w in bad.warning)
     assert "beam=" in warnings and "translator=" in warnings
-    assert "no decoder layer 3 (it has 1 to 1)" in warnings and "11 steps, not 40" in warnings
+    assert "layer='3' was not used: it must be a whole number from 1 to 1 here." in warnings
+    assert "step='40' was not used: it must be a whole number from 1 to 11 here." in warnings
+    assert "layer" not in link(bad) and "step" not in link(bad)
 
 
 def test_training_starts_stops_and_the_trained_model_can_be_used(new_app):

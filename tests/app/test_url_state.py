@@ -4,6 +4,7 @@ the sentence, the model and its own choices back (ui/url_state.py)."""
 import pytest
 
 from tests.app.conftest import set_shared
+from vizcore.model.heads import default_head
 
 
 def param(at, name):
@@ -13,9 +14,9 @@ def param(at, name):
 
 # page, the link's page parameters, (widget kind or "session", key, expected value) after opening it
 PAGES = [
-    ("pages/home.py", {"layer": "2", "head": "5"}, [("session", "home.layer", 2), ("session", "home.head", 5)]),
+    ("pages/home.py", {"layer": "2", "head": "5"}, [("session", "shared.layer", 2), ("session", "shared.head", 5)]),
     ("pages/inside.py", {"layer": "4", "head": "7"},
-     [("slider", "step_by_step.layer", 4), ("slider", "step_by_step.head", 7)]),
+     [("number_input", "shared.layer", 4), ("number_input", "shared.head", 7)]),
     ("pages/positional.py", {"length": "32", "d_model": "16"},
      [("number_input", "positional.length", 32), ("number_input", "positional.d_model", 16)]),
 ]
@@ -42,9 +43,25 @@ def test_a_bad_value_in_a_link_is_reported_and_the_page_still_works(new_app):
     at = new_app(layer="99", head="x").run()
     assert not at.exception and not at.error
     messages = " ".join(w.value for w in at.warning)
-    assert "layer='99' was not used: layer must be a whole number from 1 to 6" in messages
+    assert "layer='99' was not used: it must be a whole number from 1 to 6 here." in messages
     assert "head='x' was not used" in messages
-    assert at.session_state["home.layer"] == 3 and param(at, "layer") == "3"
+    layer, head = default_head(6, 12)  # all-MiniLM-L6-v2: 6 layers x 12 heads
+    assert (at.session_state["shared.layer"], at.session_state["shared.head"]) == (layer + 1, head + 1)
+    assert param(at, "layer") is None and param(at, "head") is None  # left out of the rewritten link
+
+
+def test_the_layer_and_head_carry_across_pages_from_one_default(new_app):
+    at = new_app().run()
+    layer, head = default_head(6, 12)
+    assert (at.session_state["shared.layer"], at.session_state["shared.head"]) == (layer + 1, head + 1)
+    at.switch_page("pages/inside.py").run()
+    assert at.number_input(key="shared.layer").value == layer + 1
+    at.number_input(key="shared.layer").set_value(5)
+    at.number_input(key="shared.head").set_value(9).run()
+    for page in ("pages/attention.py", "pages/home.py"):
+        at.switch_page(page).run()
+        assert (at.session_state["shared.layer"], at.session_state["shared.head"]) == (5, 9), page
+        assert (param(at, "layer"), param(at, "head")) == ("5", "9"), page
 
 
 def test_changing_the_sentence_rewrites_the_link_on_every_page(new_app):

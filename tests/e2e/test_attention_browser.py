@@ -39,12 +39,12 @@ def test_link_opens_layer_and_head_and_a_head_switch_updates_view_and_url(app_ur
     page.wait_for_function("location.search.includes('layer=3')", timeout=60_000)
     wait_until_idle(page)
     assert drawn(page) == ("heatmap", "3", "4") and "head=4" in page.url
-    page.get_by_text("Aggregations").click()  # a view drawn on the server: its sliders hold the same head
-    page.wait_for_selector('[data-testid="stSliderThumbValue"]', timeout=60_000)
+    page.get_by_text("Aggregations").click()  # a view drawn on the server: its steppers hold the same head
+    page.wait_for_selector('[data-testid="stNumberInputField"]', timeout=60_000)
     wait_until_idle(page)
-    assert page.locator('[data-testid="stSliderThumbValue"]').all_inner_texts() == ["3", "4"]
-    page.get_by_role("slider").nth(0).focus()
-    page.get_by_role("slider").nth(0).press("ArrowRight")
+    fields = page.locator('[data-testid="stNumberInputField"]')
+    assert [fields.nth(0).input_value(), fields.nth(1).input_value()] == ["3", "4"]
+    page.locator('[data-testid="stNumberInputStepUp"]').first.click()
     page.wait_for_function("location.search.includes('layer=4')", timeout=60_000)
     page.get_by_text("Head heatmap").click()
     page.wait_for_function("document.querySelector('.ib-attention')?.dataset.layer === '4'", timeout=60_000)
@@ -94,6 +94,8 @@ def test_head_view_and_bertviz_views_draw_offline_with_markup_as_text(app_url, p
     frame = page.frame_locator("iframe").first
     frame.locator("svg text", has_text="cat").first.wait_for(state="attached", timeout=60_000)
     assert frame.locator("svg line, svg path, svg rect").count() > 10
+    # bertviz's own layer menu counts from 1, as the app does (its code writes 0-based option texts)
+    assert frame.locator("select#layer option").all_inner_texts() == [str(n) for n in range(1, 7)]
     screenshot(page, "attention-bertviz-head")
     page.get_by_text("Neuron view", exact=True).click()
     wait_until_idle(page)

@@ -27,10 +27,10 @@ def test_positional_page_shows_the_worked_example_and_rejects_an_odd_d_model(app
 def test_step_by_step_page_proves_each_step_and_walks_the_layer(app_url, page):
     _open(page, app_url, "step-by-step")
     assert page.get_by_text("≤ 1e-05 ✓").count() >= 3
-    assert page.get_by_text("max |Δ| layer 1 output").is_visible()
+    assert page.get_by_text("max |Δ| layer 3 output").is_visible()  # every page opens on the middle layer
     screenshot(page, "step-by-step")
     page.get_by_role("tab", name="The layer, step by step").click()
-    page.get_by_text("12. Residual + LayerNorm = output of layer 1").wait_for(timeout=60_000)
+    page.get_by_text("12. Residual + LayerNorm = output of layer 3").wait_for(timeout=60_000)
     wait_until_idle(page)
     assert page.get_by_text("A = softmax(QKᵀ/√32 + mask), head 1 · shape 16 × 16").count() >= 1
     screenshot(page, "step-by-step-layer")

@@ -86,6 +86,18 @@ def test_bertviz_head_and_model_views_are_offline_with_libraries_inlined(evil):
         np.testing.assert_allclose(params["attention"][0]["attn"], evil.attention, atol=5e-5)
 
 
+def test_bertviz_numbers_layers_and_heads_from_1_as_the_app_does(evil, tiny):
+    """Its menus get 0-based option texts from its own code; a script relabels them (checked in Chromium by
+    tests/e2e/test_attention_browser.py). The model view's row and column labels are the include lists."""
+    short = extract_attention(tiny, "The cat sat on the mat.")
+    for page in (bertviz_head_view_html(evil), bertviz_neuron_view_html(tiny, short)):
+        relabel = page.index("String(Number(option.value) + 1)")
+        assert relabel > page.rindex("config.layer"), "the relabelling runs after bertviz's code"
+    params = json.loads(re.search(r"const params = (\{.*?\}); // HACK", bertviz_model_view_html(evil)).group(1))
+    assert params["include_layers"] == list(range(1, evil.num_layers + 1))
+    assert params["include_heads"] == list(range(1, evil.num_heads + 1))
+
+
 def test_bertviz_limits_say_why(evil):
     with pytest.raises(VizError, match="limited here to 64 tokens"):
         bertviz_head_view_html(_fake_long(evil, 65))

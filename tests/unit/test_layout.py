@@ -90,6 +90,7 @@ def test_vizcore_never_imports_streamlit_or_the_tools():
 SHARED_UI = {
     "state": "the cached model and run wrappers, the shared sidebar",
     "url_state": "links in and out",
+    "layer_head": "the one layer and head picker, and the session's choice",
     "feedback": "errors, user text in markdown, the chart config",
     "jobs": "the server's one queue of background jobs",
     "attention_component": "the in-browser attention view, drawn by Home and the Explorer",

@@ -1,7 +1,7 @@
 """Streamlit side of the Attention Explorer: cached results, URL state, and the shared controls.
 
 The page's state lives in the URL (``?text&pair&model&layer&head&view``, layer and head 1-based) so
-a link reproduces the view: it is read once per session and rewritten after every run.
+a link reproduces the view: it is read once per session (``LINK``) and rewritten after every run.
 """
 
 from __future__ import annotations
@@ -9,14 +9,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import url_state
+from ui import layer_head, url_state
 from ui.state import Selection, get_run
 from vizcore.attention.aggregate import attention_rollout, head_mean
 from vizcore.attention.head_stats import head_statistics
 from vizcore.model.record import Run
 
-KEY_LAYER = "attention.layer"
-KEY_HEAD = "attention.head"
+KEY_LAYER, KEY_HEAD = layer_head.KEYS  # the session's layer and head (1-based), shared with the other pages
 KEY_VIEW = "attention.view"
 KEY_PAIR_FILTER = "attention.pair_filter"
 KEY_HIDE = "attention.hide_special"
@@ -57,28 +56,7 @@ def aggregates(key: tuple, _result: Run) -> dict[str, np.ndarray]:
             "rollout": attention_rollout(_result.attention).astype(np.float32)}
 
 
-def read_url_once(num_layers: int, num_heads: int) -> list[str]:
-    """On a session's first visit, take layer, head and view from the URL; return what was wrong."""
-    if not url_state.first_visit("attention"):
-        return []
-    problems = []
-    params = st.query_params
-    for name, key, top in (("layer", KEY_LAYER, num_layers), ("head", KEY_HEAD, num_heads)):
-        if name not in params:
-            continue
-        raw = params[name]
-        if raw.strip().isdigit() and 1 <= int(raw) <= top:
-            st.session_state[key] = int(raw)
-        else:
-            problems.append(f"The link's {name}={raw!r} is not a {name} of this model (1 to {top}); "
-                            f"showing {name} {st.session_state.get(key, 1)}.")
-    view = params.get("view")
-    if view is not None:
-        if view in VIEWS:
-            st.session_state[KEY_VIEW] = view
-        else:
-            problems.append(f"The link's view={view!r} is unknown; views are {', '.join(VIEWS)}.")
-    return problems
+LINK = url_state.Link("attention", {**layer_head.URL_PARAMS, "view": (KEY_VIEW, url_state.OneOf(tuple(VIEWS)))})
 
 
 # Choices drawn only in some views; Streamlit forgets a widget's value when a run does not draw it.
@@ -90,12 +68,6 @@ def keep_view_choices() -> None:
     for key in STICKY_KEYS:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
-
-
-def clamp_selection(num_layers: int, num_heads: int) -> None:
-    """Keep layer and head inside the current model (a smaller model may have been chosen)."""
-    for key, top in ((KEY_LAYER, num_layers), (KEY_HEAD, num_heads)):
-        st.session_state[key] = int(min(max(int(st.session_state.get(key, 1)), 1), top))
 
 
 def open_head(layer: int, head: int) -> None:

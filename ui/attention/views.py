@@ -203,9 +203,9 @@ def bertviz_view(result: Run, sel: Selection, layer: int, head: int) -> None:
     height = {"head": 24 * n + 120, "model": 130 * result.num_layers + 120, "neuron": 28 * n + 220}[kind]
     st.iframe(page, height=int(min(height, 5000)))
     st.caption(f"bertviz {kinds[kind].lower()} (Vig 2019), rendered offline: D3 and jQuery are served from this "
-               f"app, not a CDN. bertviz counts layers and heads from 0. Limited to {BERTVIZ_MAX_TOKENS} tokens "
-               f"(neuron view {NEURON_MAX_TOKENS}) because bertviz puts every weight into the page; weights are "
-               "rounded to 4 decimals.")
+               "app, not a CDN. Its menus count layers and heads from 1, as the rest of the app does. Limited to "
+               f"{BERTVIZ_MAX_TOKENS} tokens (neuron view {NEURON_MAX_TOKENS}) because bertviz puts every weight "
+               "into the page; weights are rounded to 4 decimals.")
 
 
 def _minimal_pair(text: str) -> str:

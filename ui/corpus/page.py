@@ -12,6 +12,7 @@ import streamlit as st
 
 from ui import jobs, scratch, url_state
 from ui.feedback import CHART, or_none
+from ui.layer_head import layer_head
 from ui.state import get_model, segmented_choice, selection
 from vizcore.corpus import figures
 from vizcore.corpus.measures import MEASURES, Worker
@@ -41,21 +42,17 @@ def _run_folder() -> Path:
     return Path(folder)
 
 
-def _number(raw: str) -> int:
-    if not raw.strip().isdigit() or int(raw) < 1:
-        raise ValueError("it must be a whole number from 1.")
-    return int(raw)
-
-
-URL_PARAMS = {
-    "source": (KEY_SOURCE, url_state.one_of(SOURCES, "source")),
-    "folder": (KEY_FOLDER, str),
-    "measure": (KEY_MEASURE, url_state.one_of(MEASURES, "measure")),
-    "relation": (KEY_RELATION, str),
-    "direction": (KEY_DIRECTION, url_state.one_of(DIRECTIONS, "direction")),
-    "layer": (KEY_LAYER, _number),
-    "head": (KEY_HEAD, _number),
-}
+# The search's layer and head belong to the results' model (maybe not the sidebar's): the shared steppers under
+# this page's keys, starting on the best head for the relation.
+LINK = url_state.Link("corpus", {
+    "source": (KEY_SOURCE, url_state.OneOf(tuple(SOURCES))),
+    "folder": (KEY_FOLDER, url_state.Text()),
+    "measure": (KEY_MEASURE, url_state.OneOf(tuple(MEASURES))),
+    "relation": (KEY_RELATION, url_state.Choice()),
+    "direction": (KEY_DIRECTION, url_state.OneOf(tuple(DIRECTIONS))),
+    "layer": (KEY_LAYER, url_state.Integer(1)),
+    "head": (KEY_HEAD, url_state.Integer(1)),
+})
 
 
 @st.cache_data(show_spinner="Reading the corpus results…", max_entries=4)
@@ -242,20 +239,16 @@ def show_search(r: CorpusResults) -> dict:
     if r.examples is None:
         st.info("Search needs dependency parses: rerun with --syntax.")
         return {}
-    state = st.session_state
     relations = sorted(set(r.examples["relation"]))
-    if state.get(KEY_RELATION) not in relations:
-        state[KEY_RELATION] = "det" if "det" in relations else relations[0]
-    cols = st.columns(4)
-    relation = cols[0].selectbox("Relation", relations, key=KEY_RELATION)
-    direction = cols[1].selectbox("Direction", DIRECTIONS, key=KEY_DIRECTION)
+    url_state.settle_choice(KEY_RELATION, relations, "det" if "det" in relations else relations[0])
+    left, right = st.columns(2)
+    relation_column, direction_column = left.columns(2)
+    relation = relation_column.selectbox("Relation", relations, key=KEY_RELATION)
+    direction = direction_column.selectbox("Direction", DIRECTIONS, key=KEY_DIRECTION)
     best = best_heads(r.relations[r.relations["relation"] == relation])
     best = best[best["direction"] == direction]
-    for key, top, default in ((KEY_LAYER, r.num_layers, int(best["layer"].iloc[0]) + 1 if len(best) else 1),
-                              (KEY_HEAD, r.num_heads, int(best["head"].iloc[0]) + 1 if len(best) else 1)):
-        url_state.settle(key, default, 1, top)
-    layer = cols[2].number_input("Layer", 1, r.num_layers, key=KEY_LAYER)
-    head = cols[3].number_input("Head", 1, r.num_heads, key=KEY_HEAD)
+    default = (int(best["layer"].iloc[0]) + 1, int(best["head"].iloc[0]) + 1) if len(best) else None
+    layer, head = layer_head(r.num_layers, r.num_heads, (KEY_LAYER, KEY_HEAD), default=default, where=right)
     found = top_sentences(r, relation, direction, int(layer) - 1, int(head) - 1)
     st.dataframe(found, hide_index=True, key="corpus.search_table", column_config={
         "sentence_id": st.column_config.NumberColumn("line", help="0-based line of the input"),

@@ -15,6 +15,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import or_stop
+from ui.layer_head import layer_head
 from ui.state import get_model
 from vizcore.decoder.beam import MAX_WIDTH, BeamSearch, beam_search
 from vizcore.decoder.generation import Generation, generate
@@ -69,21 +70,20 @@ def set_model_from_link(raw: str) -> str:
     return name or CAUSAL_MODEL
 
 
-def read_url() -> list[str]:
-    """On the first visit, set the page's controls from the link; the problems to show."""
-    return url_state.read("generate", {
-        "prompt": (K["prompt"], str),
-        "lm": (K["model_choice"], set_model_from_link),
-        "mode": (K["mode"], url_state.one_of(MODES, "mode")),
-        "temperature": (K["temperature"], number_in(0, 2, "temperature")),
-        "top_k": (K["top_k"], url_state.integer_in(0, 100, "top-k")),
-        "top_p": (K["top_p"], number_in(0.05, 1, "top-p")),
-        "seed": (K["seed"], url_state.integer_in(0, 1_000_000, "seed")),
-        "width": (K["width"], url_state.integer_in(1, MAX_WIDTH, "beam width")),
-        "steps": (K["steps"], url_state.integer_in(0, MAX_STEPS, "steps")),
-        "layer": (K["layer"], url_state.integer_in(1, 100, "layer")),
-        "head": (K["head"], url_state.integer_in(1, 100, "head")),
-    })
+# layer and head: this page's model's, checked where its steppers are drawn
+LINK = url_state.Link("generate", {
+    "prompt": (K["prompt"], url_state.Text()),
+    "lm": (K["model_choice"], url_state.Text(set_model_from_link)),
+    "mode": (K["mode"], url_state.OneOf(MODES)),
+    "temperature": (K["temperature"], number_in(0, 2, "temperature")),
+    "top_k": (K["top_k"], url_state.Integer(0, 100)),
+    "top_p": (K["top_p"], number_in(0.05, 1, "top-p")),
+    "seed": (K["seed"], url_state.Integer(0, 1_000_000)),
+    "width": (K["width"], url_state.Integer(1, MAX_WIDTH)),
+    "steps": (K["steps"], url_state.Integer(0, MAX_STEPS)),
+    "layer": (K["layer"], url_state.Integer(1)),
+    "head": (K["head"], url_state.Integer(1)),
+})
 
 
 def url_params(c: Controls, p: Progress, layer: int, head: int) -> dict[str, object]:
@@ -278,18 +278,9 @@ def show_bars(view: StepView, p: Progress, c: Controls, loaded: LoadedModel) -> 
 
 
 def layer_and_head(view: StepView) -> tuple[int, int]:
-    """1-based, from the sliders (a link may have set them; kept within this model's size)."""
+    """1-based, from the shared steppers under this page's keys (this page's model is its own)."""
     layers, heads = view.attention.shape[:2]
-    for name, key, default, top in (("layer", K["layer"], layers, layers), ("head", K["head"], 1, heads)):
-        asked = int(st.session_state.get(key, default))
-        url_state.settle(key, default, 1, top)
-        if asked != st.session_state[key]:  # a link (or another model) asked for one this model lacks
-            st.warning(f"This model has no {name} {asked} (it has 1 to {top}); showing {name} "
-                       f"{st.session_state[key]}.")
-    left, right = st.columns(2)
-    layer = left.slider("Layer", 1, layers, key=K["layer"]) if layers > 1 else 1
-    head = right.slider("Head (for the causal mask)", 1, heads, key=K["head"]) if heads > 1 else 1
-    return int(layer), int(head)
+    return layer_head(layers, heads, (K["layer"], K["head"]), labels=("Layer", "Head (for the causal mask)"))
 
 
 def show_attention(view: StepView, layer: int, head: int) -> None:

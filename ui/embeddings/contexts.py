@@ -28,8 +28,9 @@ from vizcore.model.loading import LoadedModel
 KEY_WORD = "embeddings.ctx.word"
 KEY_LINES = "embeddings.ctx.lines"
 KEY_STATE = "embeddings.ctx.state"  # hidden state of the heatmap: 0 = embeddings, i = layer i
-URL_PARAMS = {"word": (KEY_WORD, str), "contexts": (KEY_LINES, str),
-              "at": (KEY_STATE, url_state.integer_in(0, 100, "at (0 = embeddings, then layers)"))}
+# at: 0 = the embeddings, then the model's layers (its top checked where the slider is drawn)
+URL_PARAMS = {"word": (KEY_WORD, url_state.Text()), "contexts": (KEY_LINES, url_state.Text()),
+              "at": (KEY_STATE, url_state.Integer(0))}
 
 
 def as_lines(word: str) -> str:

@@ -13,12 +13,12 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import or_stop
-from ui.state import get_model, segmented_choice, selection
+from ui.state import get_model, segmented_choice, selection, warn_if_longer
 from vizcore.embeddings.contexts import CONTEXT_SETS, state_label
 from vizcore.embeddings.figures import common_words
 from vizcore.embeddings.projection import TokenPoints, spread
 from vizcore.embeddings.search import builtin_collection
-from vizcore.embeddings.vectors import LAST4, POOLING_NAMES, POOLINGS, parse_layer
+from vizcore.embeddings.vectors import LAST4, POOLING_NAMES, POOLINGS, parse_layer, sequence_limit
 from vizcore.model.loading import LoadedModel
 
 VIEWS = {
@@ -52,23 +52,21 @@ def layer_text(raw: str) -> str:
     return value
 
 
+def dims_number(raw: str) -> int:
+    return int(url_state.OneOf(("2", "3"))(raw))
+
+
+# The controls several views share; each view adds its own (ui/embeddings/link.py puts them together).
 URL_PARAMS = {
-    "view": (KEY_VIEW, url_state.one_of(VIEWS, "view")),
-    "pooling": (KEY_POOLING, url_state.one_of(POOLINGS, "pooling")),
+    "view": (KEY_VIEW, url_state.OneOf(tuple(VIEWS))),
+    "pooling": (KEY_POOLING, url_state.OneOf(tuple(POOLINGS))),
     "layer": (KEY_LAYER, layer_text),
-    "source": (KEY_SOURCE, url_state.one_of(SOURCES, "source")),
-    "count": (KEY_COUNT, url_state.integer_in(2, MAX_COUNT, "count")),
-    "own": (KEY_OWN, str),
-    "method": (KEY_METHOD, url_state.one_of(("pca", "umap"), "method")),
-    "dims": (KEY_DIMS, lambda raw: int(url_state.one_of(("2", "3"), "dims")(raw))),
+    "source": (KEY_SOURCE, url_state.OneOf(tuple(SOURCES))),
+    "count": (KEY_COUNT, url_state.Integer(2, MAX_COUNT)),
+    "own": (KEY_OWN, url_state.Text()),
+    "method": (KEY_METHOD, url_state.OneOf(("pca", "umap"))),
+    "dims": (KEY_DIMS, dims_number),
 }
-
-
-def read_url(*view_params: dict) -> list[str]:
-    params = dict(URL_PARAMS)
-    for more in view_params:
-        params.update(more)
-    return url_state.read("embeddings", params)
 
 
 def keep_choices() -> None:
@@ -95,11 +93,8 @@ def vector_controls(loaded: LoadedModel) -> tuple[str, str]:
     top = loaded.num_layers
     options = [str(i) for i in range(1, top + 1)] + ([LAST4] if top >= 4 else [])
     state = st.session_state
-    asked = str(state.get(KEY_LAYER) or top)
-    if asked not in options:
-        st.warning(f"This model has no layer '{asked}' (it has 1 to {top}); showing the last layer.")
-        asked = str(top)
-    state[KEY_LAYER] = asked
+    state[KEY_LAYER] = str(state.get(KEY_LAYER) or top)
+    url_state.settle_choice(KEY_LAYER, options, str(top))
     state.setdefault(KEY_POOLING, "mean")
     left, right = st.columns([2, 3])
     pooling = left.radio("Pooling", POOLINGS, key=KEY_POOLING, horizontal=True, format_func=SHORT_POOLINGS.get,
@@ -112,6 +107,22 @@ def vector_controls(loaded: LoadedModel) -> tuple[str, str]:
         help="Which layer's token vectors are pooled; 'last four' puts the last four layers' pooled vectors "
              "side by side (BERT's feature-based recipe).")
     return pooling, layer
+
+
+def warn_if_cut(loaded: LoadedModel, texts: tuple[str, ...] | list[str], what: str,
+                limit: int | None = None) -> None:
+    """Say when only the first ``limit`` tokens of some texts are read (sentence vectors: ``sequence_limit``;
+    the token maps read up to the model's maximum)."""
+    from vizcore.model.run import input_length
+
+    limit = sequence_limit(loaded) if limit is None else limit
+    if len(texts) == 1:
+        warn_if_longer(input_length(loaded, texts[0]), limit, what)
+        return
+    cut = sum(input_length(loaded, text) > limit for text in texts if text.strip())
+    if cut:
+        st.warning(f"{cut:,} of {what} {'has' if cut == 1 else 'have'} more than {limit:,} tokens, all that is read "
+                   f"of a text here: only the first {limit:,} of each are used.")
 
 
 def layer_code(loaded: LoadedModel, layer: str):
@@ -137,7 +148,7 @@ class Sentences:
     params: dict  # for the link
 
 
-def source_controls() -> Sentences:
+def source_controls(loaded: LoadedModel) -> Sentences:
     """The sentences to project: the word-in-context examples, some of the collection, or the user's."""
     state = st.session_state
     state.setdefault(KEY_SOURCE, "senses")
@@ -154,28 +165,29 @@ def source_controls() -> Sentences:
                          "built-in collection", {"source": source, "count": count})
     text = st.text_area("Your sentences, one per line", key=KEY_OWN, height=160)
     texts = tuple(line.strip() for line in text.splitlines() if line.strip())
+    warn_if_cut(loaded, texts, "your sentences" if len(texts) > 1 else "Your sentence", loaded.max_length)
     return Sentences(texts, None, f"your {len(texts)} sentences", {"source": source, "own": "\n".join(texts)})
 
 
 def state_slider(key: str, label: str, top: int) -> int:
     """A slider over the hidden states, 0 (embeddings) to ``top``, starting at the last; a state the model
-    does not have (from a link, or a bigger model chosen before) is reported and the nearest shown."""
-    asked = int(st.session_state.get(key, top))
+    does not have is reported when a link asked for it (url_state.settle)."""
     url_state.settle(key, top, 0, top)
-    if asked != st.session_state[key]:
-        st.warning(f"This model has no layer {asked} (0 = embeddings, then 1 to {top}); showing "
-                   f"{state_label(st.session_state[key])}.")
     return int(st.select_slider(label, list(range(top + 1)), key=key, format_func=state_label))
+
+
+def settle_highlight(key: str, points: TokenPoints, examples: bool) -> list[str]:
+    """The words to colour, before the multiselect is drawn (called whichever the colouring, so a link's words
+    are checked): the examples' words (``examples``) or the most frequent uncommon words to start with."""
+    default = list(CONTEXT_SETS) if examples else common_words(points)
+    return url_state.settle_words(key, common_words(points, count=10_000), default)
 
 
 def highlight(key: str, points: TokenPoints, examples: bool) -> list[str]:
     """The words to colour (the rest grey): a multiselect over the words of the sentences, most frequent
-    first; it starts with the examples' words (``examples``) or the most frequent uncommon words."""
+    first (see ``settle_highlight``)."""
     options = common_words(points, count=10_000)
-    state = st.session_state
-    if key not in state:
-        state[key] = list(CONTEXT_SETS) if examples else common_words(points)
-    state[key] = [w for w in state[key] if w in options]
+    settle_highlight(key, points, examples)
     return st.multiselect("Words to colour (most frequent first; the rest are grey)", options, key=key)
 
 

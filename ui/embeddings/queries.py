@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import url_state
+from ui import layer_head, url_state
 from ui.attention import page as ua
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
@@ -25,8 +25,7 @@ from vizcore.embeddings.projection import (
 )
 from vizcore.model.loading import LoadedModel
 
-KEY_LAYER = "embeddings.qk.layer"  # 1-based, as on screen and in the link
-KEY_HEAD = "embeddings.qk.head"
+KEY_LAYER, KEY_HEAD = layer_head.KEYS  # the session's layer and head, 1-based
 KEY_COLOUR = "embeddings.qk.colour"
 KEY_WORDS = "embeddings.qk.words"
 KEY_NORMALISE = "embeddings.qk.normalise"
@@ -44,13 +43,9 @@ def _switch(raw: str) -> bool:
     return raw == "1"
 
 
-def _words(raw: str) -> list[str]:
-    return [w.strip().lower() for w in raw.split(",") if w.strip()]
-
-
-URL_PARAMS = {"qk_layer": (KEY_LAYER, url_state.integer_in(1, 100, "qk_layer")),
-              "qk_head": (KEY_HEAD, url_state.integer_in(1, 100, "qk_head")),
-              "qk_colour": (KEY_COLOUR, url_state.one_of(COLOURS, "qk_colour")), "qk_words": (KEY_WORDS, _words),
+# qk_layer and qk_head: the session's layer and head (ui/layer_head.py), checked where the steppers are drawn
+URL_PARAMS = {"qk_layer": (KEY_LAYER, url_state.Integer(1)), "qk_head": (KEY_HEAD, url_state.Integer(1)),
+              "qk_colour": (KEY_COLOUR, url_state.OneOf(tuple(COLOURS))), "qk_words": (KEY_WORDS, url_state.Words()),
               "normalise": (KEY_NORMALISE, _switch)}
 
 
@@ -86,20 +81,6 @@ def clicked(points: TokenPoints, layer: int, head: int) -> None:
                                   "model": selection().model}
 
 
-def layer_and_head(loaded: LoadedModel) -> tuple[int, int]:
-    """1-based layer and head from sliders (a link may have set them; kept inside this model)."""
-    left, right = st.columns(2)
-    chosen = []
-    for column, key, label, top in ((left, KEY_LAYER, "Layer", loaded.num_layers),
-                                    (right, KEY_HEAD, "Head", loaded.num_heads)):
-        asked = int(st.session_state.get(key, 1))
-        url_state.settle(key, 1, 1, top)
-        if asked != st.session_state[key]:
-            st.warning(f"This model has no {label.lower()} {asked} (1 to {top}); showing {st.session_state[key]}.")
-        chosen.append(int(column.slider(label, 1, top, key=key)))
-    return chosen[0], chosen[1]
-
-
 def agreement_caption(joint: JointProjection, dims: int, d_head: int) -> str:
     a = joint.agreement
     return (f"**Does distance stand for attention?** For each query, the correlation between its scores q·k and its "
@@ -114,8 +95,8 @@ def show(loaded: LoadedModel) -> dict:
         "attention is softmax(q·k / √d) over a sentence's keys. AttentionViz (Yeh et al. 2023) puts the queries and "
         "keys of many sentences into **one** projection, so a query lies near the keys it attends to. "
         "**Click a point** to open its sentence in the Attention Explorer at this layer and head.")
-    sentences = emb.source_controls()
-    layer, head = layer_and_head(loaded)
+    sentences = emb.source_controls(loaded)
+    layer, head = layer_head.layer_head(loaded.num_layers, loaded.num_heads)
     method, dims = emb.projection_controls()
     st.session_state.setdefault(KEY_COLOUR, "kind")
     st.session_state.setdefault(KEY_NORMALISE, True)
@@ -131,6 +112,7 @@ def show(loaded: LoadedModel) -> dict:
     data = or_none(cloud, sel.model, sel.device, sentences.texts, layer - 1, head - 1)
     if data is None:
         return params
+    emb.settle_highlight(KEY_WORDS, data.points, sentences.senses is not None)
     words = emb.highlight(KEY_WORDS, data.points, sentences.senses is not None) if colour == "token" else []
     params["qk_words"] = ",".join(words) if colour == "token" else None
     with st.spinner(SPINNERS[method]):

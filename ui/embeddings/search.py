@@ -26,8 +26,8 @@ COLLECTIONS = {"builtin": "Built-in collection", "upload": "Your file"}
 EXAMPLES = ("How do I save money for a house?", "It is freezing outside today.", "My dog loves to play fetch.",
             "Where can I see the stars at night?")
 MAX_TOP_K = 50
-URL_PARAMS = {"query": (KEY_QUERY, str), "top_k": (KEY_TOP_K, url_state.integer_in(1, MAX_TOP_K, "top_k")),
-              "collection": (KEY_COLLECTION, url_state.one_of(("builtin",), "collection (a file cannot be linked)"))}
+URL_PARAMS = {"query": (KEY_QUERY, url_state.Text()), "top_k": (KEY_TOP_K, url_state.Integer(1, MAX_TOP_K)),
+              "collection": (KEY_COLLECTION, url_state.OneOf(("builtin",)))}  # a file cannot be linked
 
 
 @st.cache_data(show_spinner="Embedding the collection (once per model, pooling and layer)…", max_entries=8)
@@ -100,6 +100,7 @@ def show(loaded: LoadedModel) -> dict:
     if texts is None:
         return params
     sel = selection()
+    emb.warn_if_cut(loaded, [query], "The query")
     hits = or_none(ranked, sel.model, sel.device, query, texts.texts, pooling, layer, top_k)
     if hits is None:
         return params

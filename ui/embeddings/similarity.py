@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ui import url_state
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
 from ui.state import get_model, selection
@@ -28,7 +29,7 @@ EXAMPLE = (
     "Borrowing money has become more expensive.",
     "We walked along the bank of the river.",
 )
-URL_PARAMS = {"sentences": (KEY_SENTENCES, str)}
+URL_PARAMS = {"sentences": (KEY_SENTENCES, url_state.Text())}
 
 
 @st.cache_data(show_spinner="Computing sentence vectors…", max_entries=32)
@@ -67,6 +68,7 @@ def show(loaded: LoadedModel) -> dict:
     params = {"sentences": "\n".join(texts), "pooling": pooling, "layer": layer}
     if or_none(check_count, texts) is None:
         return params
+    emb.warn_if_cut(loaded, texts, "the sentences")
     sel = selection()
     matrix = or_none(cosines, sel.model, sel.device, texts, pooling, layer)
     if matrix is None:

@@ -25,12 +25,9 @@ SPINNERS = {"pca": "Projecting with PCA…",
             "umap": "Projecting with UMAP… (its first run in a server compiles numba code: tens of seconds)"}
 
 
-def _words(raw: str) -> list[str]:
-    return [w.strip().lower() for w in raw.split(",") if w.strip()]
-
-
-URL_PARAMS = {"map_layer": (KEY_STATE, url_state.integer_in(0, 100, "map_layer (0 = embeddings)")),
-              "colour": (KEY_COLOUR, url_state.one_of(COLOURS, "colour")), "words": (KEY_WORDS, _words)}
+# map_layer: 0 = the embeddings, then the model's layers (its top checked where the slider is drawn)
+URL_PARAMS = {"map_layer": (KEY_STATE, url_state.Integer(0)), "colour": (KEY_COLOUR, url_state.OneOf(tuple(COLOURS))),
+              "words": (KEY_WORDS, url_state.Words())}
 
 
 @st.cache_data(show_spinner="Reading every token's vector…", max_entries=8)
@@ -57,7 +54,7 @@ def show(loaded: LoadedModel) -> dict:
     st.markdown("Every token of many sentences is a point: its vector at one layer, squeezed into 2 or 3 "
                 "dimensions. At the **embeddings** a word is one point wherever it appears; move up the layers "
                 "and watch the copies of one word spread out by meaning and mix with their neighbours.")
-    sentences = emb.source_controls()
+    sentences = emb.source_controls(loaded)
     texts, senses = sentences.texts, sentences.senses
     top = loaded.num_layers
     state = emb.state_slider(KEY_STATE, "Layer", top)
@@ -72,6 +69,7 @@ def show(loaded: LoadedModel) -> dict:
     data = or_none(cloud, sel.model, sel.device, texts, state, special)
     if data is None:
         return params
+    emb.settle_highlight(KEY_WORDS, data.points, senses is not None)
     words = emb.highlight(KEY_WORDS, data.points, senses is not None) if colour == "word" else []
     params["words"] = ",".join(words) if colour == "word" else None
     with st.spinner(SPINNERS[method]):

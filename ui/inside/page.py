@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import state
+from ui import layer_head, state, url_state
 from ui.feedback import CHART
 from ui.state import get_model
 from vizcore.inside.demos import (
@@ -24,6 +24,8 @@ from vizcore.inside.demos import (
 from vizcore.inside.steps import EmbeddingParts, LayerSteps, architecture, embedding_parts, layer_steps
 from vizcore.model.record import Run
 from vizcore.plot import matrix_heatmap
+
+LINK = url_state.Link("step_by_step", layer_head.URL_PARAMS)  # the session's layer and head (ui/layer_head.py)
 
 
 def get_run(name: str, device: str, text: str, pair: str | None) -> Run:

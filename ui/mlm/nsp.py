@@ -13,7 +13,9 @@ import json
 
 import streamlit as st
 
+from ui import url_state
 from ui.feedback import CHART, or_none
+from ui.layer_head import layer_head
 from ui.state import get_model, selection
 from vizcore.mlm.figures import cls_attention_bars, cls_share_heatmaps, examples_table, is_next_gauge, percent
 from vizcore.mlm.nsp import EXAMPLES, NextSentence, check_pair, next_sentence, summary_line
@@ -27,6 +29,8 @@ KEY_SIDEBAR_SEEN = "fill_mask.nsp_sidebar_seen"  # the sidebar's (text, pair) la
 KEY_LAYER = "fill_mask.nsp_layer"
 KEY_HEAD = "fill_mask.nsp_head"
 URL_A, URL_B, URL_MODEL = "nsp_a", "nsp_b", "nsp_model"
+URL_PARAMS = {URL_A: (KEY_A, url_state.Text()), URL_B: (KEY_B, url_state.Text()),
+              URL_MODEL: (KEY_MODEL, url_state.OneOf(NSP_CHOICES))}
 
 
 @st.cache_data(show_spinner="Reading the pair…", max_entries=32)
@@ -48,14 +52,12 @@ def prepare() -> None:
     state = st.session_state
     sel = selection()
     sidebar = (sel.text, sel.pair)
-    if "fill_mask.nsp_initialised" not in state:
-        state["fill_mask.nsp_initialised"] = True
-        params = st.query_params
-        if params.get(URL_MODEL) in NSP_CHOICES:
-            state[KEY_MODEL] = params[URL_MODEL]
-        if params.get(URL_A) is not None or params.get(URL_B) is not None:
-            state[KEY_A], state[KEY_B] = params.get(URL_A, ""), params.get(URL_B, "")
-            state[KEY_SIDEBAR_SEEN] = sidebar  # the link's own pair wins over the sidebar's
+    linked = state.get(url_state.LINKED, {})
+    if KEY_A in linked or KEY_B in linked:  # the page's first run on a link with its own pair (read just before)
+        for key in (KEY_A, KEY_B):
+            linked.pop(key, None)
+            state.setdefault(key, "")
+        state[KEY_SIDEBAR_SEEN] = sidebar  # the link's own pair wins over the sidebar's
     if sel.pair and state.get(KEY_SIDEBAR_SEEN) != sidebar:
         state[KEY_A], state[KEY_B] = sel.text, sel.pair
     state[KEY_SIDEBAR_SEEN] = sidebar
@@ -135,9 +137,8 @@ def show_cls_attention(result: NextSentence) -> None:
     st.plotly_chart(cls_share_heatmaps(result, "Where [CLS] looks, every layer and head"),
                     key="fill_mask.nsp_share", config=CHART)
     layers, heads = result.share["A"].shape
-    left, right = st.columns(2)
-    layer = left.slider("Layer", 1, layers, layers, key=KEY_LAYER)
-    head = right.slider("Head", 1, heads, 1, key=KEY_HEAD)
+    # Starts on the last layer, not the house default: the next-sentence head reads [CLS] after the last layer.
+    layer, head = layer_head(layers, heads, (KEY_LAYER, KEY_HEAD), default=(layers, 1))
     st.plotly_chart(cls_attention_bars(result, layer - 1, head - 1, f"[CLS]'s attention · layer {layer}, head {head}"),
                     key="fill_mask.nsp_bars", config=CHART)
     st.caption("Each head's [CLS] row sums to 1: the three grids add up to 100 % per cell. Hover for the values. "

@@ -36,20 +36,13 @@ EXAMPLES = [
 ]
 
 
-def init_from_query_params() -> None:
-    """A shared link (``/fill-mask?mlm=roberta-base&masked=Paris+is+the+<mask>.``) sets the page once."""
-    if "fill_mask.initialised" in st.session_state:
-        return
-    st.session_state["fill_mask.initialised"] = True
-    params = st.query_params
-    if params.get("masked"):
-        st.session_state[KEY_TEXT] = params["masked"]
-    model = (params.get("mlm") or "").strip()
-    if model in MLM_CHOICES:
-        st.session_state[KEY_MODEL_CHOICE] = model
-    elif model:
-        st.session_state[KEY_MODEL_CHOICE] = OTHER_MODEL
-        st.session_state[KEY_MODEL_OTHER] = model
+def model_from_link(raw: str) -> str:
+    """The link's ``mlm``: a listed model, or any other name (for the "Other" box)."""
+    name = raw.strip()
+    if name and name not in MLM_CHOICES:
+        st.session_state[KEY_MODEL_OTHER] = name
+        return OTHER_MODEL
+    return name or MLM_MODEL
 
 
 def model_name() -> str:

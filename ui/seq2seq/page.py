@@ -16,8 +16,10 @@ import streamlit as st
 
 from ui import jobs, url_state
 from ui.feedback import or_none, plain
+from ui.layer_head import layer_head
 from ui.state import import_model_stack, selection
 from vizcore.model.catalog import SUGGESTED_HUB_SEQ2SEQ
+from vizcore.model.heads import default_head
 from vizcore.seq2seq.dates import EXAMPLES, random_text
 from vizcore.seq2seq.decoding import MAX_WIDTH
 from vizcore.seq2seq.record import Seq2SeqRun
@@ -225,18 +227,17 @@ def view_or_none(choice: str, source: str, target: str | None, beam: int) -> Vie
 
 # ---- the link ------------------------------------------------------------------------------------
 
-def read_url() -> list[str]:
-    """On the first visit, set the page's controls from the link; the problems to show."""
-    return url_state.read("translate", {
-        "source": (K["source"], str),
-        "translator": (K["model_choice"], set_model_from_link),
-        "target": (K["target"], str),
-        "beam": (K["beam"], url_state.integer_in(1, MAX_WIDTH, "beam width")),
-        "step": (K["step"], url_state.integer_in(1, 200, "step")),
-        "layer": (K["layer"], url_state.integer_in(1, 100, "layer")),
-        "enc_layer": (K["enc_layer"], url_state.integer_in(1, 100, "encoder layer")),
-        "head": (K["head"], url_state.integer_in(1, 100, "head")),
-    })
+# step, layers and head: their top depends on the answer and the model, checked where their controls are drawn
+LINK = url_state.Link("translate", {
+    "source": (K["source"], url_state.Text()),
+    "translator": (K["model_choice"], url_state.Text(set_model_from_link)),
+    "target": (K["target"], url_state.Text()),
+    "beam": (K["beam"], url_state.Integer(1, MAX_WIDTH)),
+    "step": (K["step"], url_state.Integer(1)),
+    "layer": (K["layer"], url_state.Integer(1)),
+    "enc_layer": (K["enc_layer"], url_state.Integer(1)),
+    "head": (K["head"], url_state.Integer(1)),
+})
 
 
 def init_state() -> None:
@@ -293,24 +294,16 @@ def show_output(view: View) -> None:
 
 
 def layers_and_head(run: Seq2SeqRun) -> tuple[int, int, int]:
-    """(decoder layer, encoder layer, head), 1-based, from sliders a link may have set (kept in range)."""
-    sizes = {"layer": run.cross.shape[0], "enc_layer": run.encoder.shape[0],
-             "head": min(run.cross.shape[1], run.encoder.shape[1])}
-    labels = {"layer": "Decoder layer", "enc_layer": "Encoder layer", "head": "Head"}
-    chosen = {}
-    for name, column in zip(sizes, st.columns(3)):
-        key, top = K[name], sizes[name]
-        asked = int(st.session_state.get(key, 1))
-        url_state.settle(key, 1, 1, top)
-        if asked != st.session_state[key]:
-            st.warning(f"This model has no {labels[name].lower()} {asked} (it has 1 to {top}); showing "
-                       f"{st.session_state[key]}.")
-        if top > 1:
-            chosen[name] = int(column.slider(labels[name], 1, top, key=key))
-        else:
-            column.markdown(f"**{labels[name]}:** 1 (the only one)")
-            chosen[name] = 1
-    return chosen["layer"], chosen["enc_layer"], chosen["head"]
+    """(decoder layer, encoder layer, head), 1-based: the shared steppers under this page's keys (its model is
+    its own), and the encoder's layer beside them."""
+    layers, enc_layers = run.cross.shape[0], run.encoder.shape[0]
+    heads = min(run.cross.shape[1], run.encoder.shape[1])
+    left, right = st.columns([2, 1])
+    layer, head = layer_head(layers, heads, (K["layer"], K["head"]), labels=("Decoder layer", "Head"), where=left)
+    url_state.settle(K["enc_layer"], default_head(enc_layers, heads)[0] + 1, 1, enc_layers)
+    enc_layer = right.number_input("Encoder layer", 1, enc_layers, step=1, key=K["enc_layer"],
+                                   help=f"1 to {enc_layers}")
+    return layer, int(enc_layer), head
 
 
 def download(view: View) -> None:

@@ -41,10 +41,7 @@ def move_step(delta: int, count: int) -> None:
 def step_control(view: View) -> int:
     """The step (0-based) from Previous / the slider / Next; a link may have set it (kept in range)."""
     count, state = view.step_count, st.session_state
-    asked = int(state.get(K["step"], count))
     url_state.settle(K["step"], count, 1, count)
-    if asked != state[K["step"]]:
-        st.warning(f"This answer has {count} steps, not {asked}; showing step {state[K['step']]}.")
     with st.container(horizontal=True, vertical_alignment="bottom"):
         step = int(state[K["step"]])
         st.button("◀ Previous", key="translate.previous", on_click=move_step, args=(-1, count), disabled=step <= 1)

@@ -35,7 +35,7 @@ KEY_MODE = "why.ablation.mode"
 KEY_TOP_K = "why.ablation.top_k"
 KEY_WORD = "why.ablation.word"
 KEY_LINK_HEADS = "why.ablation.link_heads"  # heads=3:5,4:1 from a link, applied once the model is known
-URL_PARAMS = {"heads": (KEY_LINK_HEADS, str), "mode": (KEY_MODE, url_state.one_of(MODES, "mode"))}
+URL_PARAMS = {"heads": (KEY_LINK_HEADS, url_state.Choice()), "mode": (KEY_MODE, url_state.OneOf(tuple(MODES)))}
 
 
 def layer_key(layer: int) -> str:
@@ -68,7 +68,7 @@ def head_grid(loaded: LoadedModel) -> list[tuple[int, int]]:
         try:
             set_heads(parse_heads(link, layers, heads), layers)
         except VizError as error:
-            st.warning(f"The link's heads={link[:80]!r} were not used: {error}")
+            st.warning(url_state.problem("heads", link, str(error)))
     st.markdown("**Heads to switch off** (click; numbers are heads, rows are layers)")
     with st.container(horizontal=True, vertical_alignment="bottom"):
         st.number_input("Layer", 1, layers, key="why.ablation.preset_layer", width=110)

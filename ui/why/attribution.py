@@ -42,8 +42,8 @@ EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifi
 
 # ``output`` is the answer word, or the class name with explain=class (patching has its own ``answer``,
 # head importance its own ``target``).
-URL_PARAMS = {"explain": (KEY_EXPLAIN, url_state.one_of(EXPLAIN, "explain")), "output": (KEY_LINK_TARGET, str),
-              "steps": (KEY_STEPS, url_state.integer_in(1, MAX_UI_STEPS, "steps"))}
+URL_PARAMS = {"explain": (KEY_EXPLAIN, url_state.OneOf(tuple(EXPLAIN))), "output": (KEY_LINK_TARGET, url_state.Text()),
+              "steps": (KEY_STEPS, url_state.Integer(1, MAX_UI_STEPS))}
 
 
 def show(ctx: WhyContext) -> dict:

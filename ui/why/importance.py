@@ -41,8 +41,9 @@ METRIC_NAMES = {"log_prob": "mean log-probability of the masked words", "loss": 
 DROP_NAMES = {"log_prob": "drop in mean log-prob", "loss": "rise in loss", "accuracy": "drop in accuracy"}
 
 
-URL_PARAMS = {"target": (KEY_TARGET, url_state.one_of(TARGETS, "target")),
-              "count": (KEY_COUNT, url_state.integer_in(MIN_COUNT, 100_000, "count"))}
+# count's top is the number of examples the target has: checked where its slider is drawn
+URL_PARAMS = {"target": (KEY_TARGET, url_state.OneOf(tuple(TARGETS))),
+              "count": (KEY_COUNT, url_state.Integer(MIN_COUNT))}
 
 
 def show(ctx: WhyContext) -> dict:

@@ -16,7 +16,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import or_stop
 from ui.finetune import training
-from ui.state import Selection, get_model, segmented_choice, selection
+from ui.state import Selection, get_model, segmented_choice, selection, warn_if_too_long
 from vizcore.errors import VizError
 from vizcore.finetune.datasets import TrainTestData
 from vizcore.finetune.training import FinetuneResult
@@ -94,8 +94,7 @@ def pick_mask(loaded: LoadedModel, text: str) -> tuple[str, str | None]:
     if not words:
         raise VizError("The sentence has no word to mask: type a sentence in the sidebar.")
     labels = [w.text for w in words]
-    if st.session_state.get(KEY_WORD) not in labels:
-        st.session_state[KEY_WORD] = labels[-1]
+    url_state.settle_choice(KEY_WORD, labels, labels[-1])
     choice = st.selectbox("Word to mask (the model must predict it)", labels, key=KEY_WORD,
                           help="The sidebar's sentence has no [MASK]: pick the word the masked-LM should "
                                "predict, or type [MASK] into the sentence.")
@@ -112,6 +111,8 @@ def context(needs_mask: bool = True) -> WhyContext:
     if note:
         st.caption(note)
     masked, word = or_stop(pick_mask, loaded, sel.text) if needs_mask else (None, None)
+    if needs_mask:
+        warn_if_too_long(loaded, masked, what="The sentence")
     sentence = sel.text if word is not None or masked is None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text)
     return WhyContext(model=name, device=sel.device, loaded=loaded, sentence=sentence, masked=masked,
                       masked_word=word, classifier=session_classifier())
@@ -141,11 +142,3 @@ def followed_word(ctx: WhyContext, key: str, label: str, help: str, where=st) ->
 
 def choose_part() -> str:
     return segmented_choice("Question", PARTS, KEY_PART, "ablation")
-
-
-def read_url(*part_params: dict) -> list[str]:
-    """The link's part and word, and each part's own parameters (on the session's first visit to the page)."""
-    params = {"part": (KEY_PART, url_state.one_of(PARTS, "part")), "word": (KEY_WORD, str)}
-    for more in part_params:
-        params.update(more)
-    return url_state.read("why", params)

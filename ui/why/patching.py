@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from ui import url_state
 from ui.feedback import CHART, or_stop
 from ui.state import get_model
 from ui.why.page import WhyContext
@@ -18,7 +19,7 @@ from vizcore.why.patching import PatchingResult, patch_sweep
 
 KEYS = {"clean": "why.patching.clean", "corrupt": "why.patching.corrupt", "answer": "why.patching.answer",
         "contrast": "why.patching.contrast"}
-URL_PARAMS = {name: (key, str) for name, key in KEYS.items()}
+URL_PARAMS = {name: (key, url_state.Text()) for name, key in KEYS.items()}
 
 
 def use_pair(pair: PatchPair) -> None:

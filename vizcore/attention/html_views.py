@@ -83,6 +83,22 @@ def head_view_html(result: Run, layer: int, heads: list[int], initial_head: int,
     return _page("Head view", body, [f"window.HEAD_VIEW = {script_json(data)};", script])
 
 
+# bertviz numbers its layer and head menus from 0 (each option's text is its index); the app counts from 1.
+# Its menus are filled once its code has run (inside require's callback), so relabel whenever they change.
+_ONE_BASED_MENUS = """
+(function () {
+  function relabel() {
+    document.querySelectorAll("select#layer option, select#att_head option").forEach(function (option) {
+      var shown = String(Number(option.value) + 1);
+      if (option.textContent !== shown) option.textContent = shown;
+    });
+  }
+  new MutationObserver(relabel).observe(document.body, {childList: true, subtree: true});
+  relabel();
+})();
+"""
+
+
 def _libraries() -> list[str]:
     return [(STATIC / "d3.v5.min.js").read_text(), (STATIC / "jquery.v3.min.js").read_text(), _REQUIRE_SHIM]
 
@@ -130,7 +146,7 @@ def bertviz_head_view_html(result: Run, layer: int = 0) -> str:
     body = (f'<div id="{vis_id}"><span style="user-select:none">Layer: <select id="layer"></select> '
             f"{_filter_select(filters)}</span><div id='vis'></div></div>")
     code = _bertviz_js("head_view.js").replace("PYTHON_PARAMS", script_json(params))
-    return _page("bertviz head view", body, [*_libraries(), code])
+    return _page("bertviz head view", body, [*_libraries(), code, _ONE_BASED_MENUS])
 
 
 def bertviz_model_view_html(result: Run) -> str:
@@ -138,9 +154,11 @@ def bertviz_model_view_html(result: Run) -> str:
     _check_bertviz_length(result, BERTVIZ_MAX_TOKENS, "model view")
     filters = _bertviz_filters(result, result.attention)
     vis_id = f"bertviz-{uuid.uuid4().hex}"
+    # include_layers and include_heads are only labels in bertviz's model view (the weights are not filtered
+    # by them here): 1-based, as the app counts.
     params = {"attention": filters, "default_filter": "0", "display_mode": "light", "root_div_id": vis_id,
-              "include_layers": list(range(result.num_layers)), "include_heads": list(range(result.num_heads)),
-              "total_heads": result.num_heads}
+              "include_layers": list(range(1, result.num_layers + 1)),
+              "include_heads": list(range(1, result.num_heads + 1)), "total_heads": result.num_heads}
     body = (f'<div id="{vis_id}"><span style="user-select:none">{_filter_select(filters)}</span>'
             "<div id='vis'></div></div>")
     code = _bertviz_js("model_view.js").replace("PYTHON_PARAMS", script_json(params))
@@ -181,5 +199,6 @@ def bertviz_neuron_view_html(loaded: LoadedModel, result: Run, layer: int = 0, h
             '<span class="dropdown-label">Layer: </span><select id="layer"></select> '
             '<span class="dropdown-label">Head: </span><select id="att_head"></select> '
             f"{pair_options}</span><div id='vis'></div></div>")
-    scripts = [*_libraries(), f"window.bertviz_params = {script_json(params)};", _bertviz_js("neuron_view.js")]
+    scripts = [*_libraries(), f"window.bertviz_params = {script_json(params)};", _bertviz_js("neuron_view.js"),
+               _ONE_BASED_MENUS]
     return _page("bertviz neuron view", body, scripts)

@@ -115,6 +115,11 @@ def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[Bat
     return encoding, full_length
 
 
+def input_length(loaded: LoadedModel, text: str, pair: str | None = None) -> int:
+    """How many tokens (special ones included) the input has before any truncation to ``loaded.max_length``."""
+    return len(loaded.tokenizer(text, None if is_blank(pair) else pair, verbose=False)["input_ids"])
+
+
 def segment_ids(encoding: BatchEncoding) -> np.ndarray:
     """0 for segment A, 1 for B; special tokens belong to the segment they close (or open, at the start)."""
     if "token_type_ids" in encoding:
