@@ -11,7 +11,8 @@ from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
 def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
-    page.goto(f"{app_url}/generate?{urlencode({'prompt': 'She opened the', 'mode': 'sample', 'top_k': '5'})}")
+    link = urlencode({"prompt": "She opened the", "mode": "sample", "top_k": "5", "top_p": "1"})
+    page.goto(f"{app_url}/generate?{link}")
     page.wait_for_selector(".js-plotly-plot .barlayer", timeout=180_000)
     wait_until_idle(page)
     chart = page.locator(".js-plotly-plot").first.inner_text()
