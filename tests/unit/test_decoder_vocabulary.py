@@ -24,7 +24,7 @@ from vizcore.decoder.beam import beam_search
 from vizcore.decoder.generation import generate
 from vizcore.decoder.sampling import Settings, shape
 from vizcore.decoder.steps import step_view
-from vizcore.decoder.vocabulary import banned_tokens, continues_word
+from vizcore.decoder.vocabulary import banned_tokens, byte_alphabet, continues_word
 from vizcore.model.loading import load_model
 
 PROMPT = "She opened the"
@@ -79,11 +79,19 @@ def test_a_byte_level_vocabulary_keeps_its_end_token_and_bans_rows_past_the_toke
 
 
 def test_continuation_pieces_by_scheme():
-    assert continues_word("##ing", pieces=True) and not continues_word("##", pieces=True)
-    assert not continues_word("the", pieces=True) and not continues_word(".", pieces=True)
-    assert continues_word("ing", pieces=False) and not continues_word("Ġthe", pieces=False)
-    assert not continues_word("▁the", pieces=False) and not continues_word("'s", pieces=False)
-    assert not continues_word(",", pieces=False) and not continues_word(None, pieces=False)
+    assert continues_word("##ing", "pieces") and not continues_word("##", "pieces")
+    assert not continues_word("the", "pieces") and not continues_word(".", "pieces")
+    assert continues_word("ing", "bytes") and not continues_word("Ġthe", "bytes") and not continues_word(",", "bytes")
+    assert not continues_word("Ċ", "bytes") and not continues_word("ĊĊ", "bytes")  # newlines, not letters
+    assert not continues_word("'s", "bytes") and not continues_word("<|endoftext|>", "bytes")
+    assert continues_word("Ã©", "bytes") and not continues_word("ĠÃ©", "bytes")  # é, glued or after a space
+    assert continues_word("ing", "marks") and not continues_word("▁the", "marks") and not continues_word(None, "marks")
+
+
+def test_the_byte_alphabet_is_gpt2s():
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    assert byte_alphabet() == {char: byte for byte, char in bytes_to_unicode().items()}
 
 
 def transformers_probabilities(logits: torch.Tensor, banned: torch.Tensor, settings: Settings) -> np.ndarray:

@@ -13,8 +13,9 @@ legitimate next tokens and stay, even when a tokenizer reuses one as ``[UNK]`` o
 padding. GPT-2's vocabulary has no unused entries: only ids past the tokenizer, if any, are banned.
 
 Whole words only (``Banned.mask(whole_words=True)``) also removes every token that continues the word
-before it: WordPiece's ``##`` pieces, and byte-level BPE or SentencePiece tokens that begin with a letter
-or digit but not with the word-start mark (``Ġ``, ``▁``). Then each drawn token begins a new word or is
+before it: WordPiece's ``##`` pieces; byte-level BPE tokens (GPT-2, RoBERTa) whose text begins with a
+letter or digit, no space before it (read through the byte alphabet: ``Ċ`` is a newline, not a letter);
+SentencePiece pieces that begin with a letter or digit but not with ``▁``. Then each drawn token begins a new word or is
 punctuation, so "the" + "##written" -> "thewritten" cannot happen; the price is that a word the
 vocabulary has only in pieces (windowsill = window + ##sill) cannot be written whole, and a plural or an
 ending (cat + ##s) not at all. Shapes: V = the model's output size (logits per position).
@@ -30,7 +31,18 @@ import torch
 from vizcore.model.loading import LoadedModel
 
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
-WORD_START_MARKS = ("Ġ", "▁")  # byte-level BPE (GPT-2, RoBERTa), SentencePiece
+SCHEMES = ("pieces", "bytes", "marks")  # WordPiece's ##, byte-level BPE's Ġ, SentencePiece's ▁
+
+
+def byte_alphabet() -> dict[str, int]:
+    """Byte-level BPE's stand-in character for each byte (GPT-2's ``bytes_to_unicode``), as char -> byte:
+    printable bytes stand for themselves, the others (space, newline, ...) for characters from U+0100 on."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(256 + n): b for n, b in enumerate(others)}}
+
+
+BYTES = byte_alphabet()
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ class Banned:
         return self.never | self.continuation if whole_words else self.never
 
     def describe(self) -> str:
-        """One phrase: "4 special tokens ([PAD], [CLS], [MASK], [UNK]) and 994 [unusedN] entries"."""
+        """One phrase: "4 special tokens ([PAD], [UNK], [CLS], [MASK]) and 994 unused entries ([unused0]…)"."""
         parts = [f"{count:,} {what}" for what, count in self.reasons if count]
         return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts) or "no token"
 
@@ -62,14 +74,26 @@ def output_size(loaded: LoadedModel) -> int:
     return int(head.weight.shape[0]) if head is not None else int(loaded.model.config.vocab_size)
 
 
-def continues_word(token: str | None, pieces: bool) -> bool:
-    """Whether a vocabulary entry continues the word before it: a ``##`` piece (``pieces``, WordPiece), else a
-    token that begins with a letter or digit and not with a word-start mark (byte-level BPE, SentencePiece)."""
+def continues_word(token: str | None, scheme: str) -> bool:
+    """Whether a vocabulary entry continues the word before it, in its tokenizer's ``scheme`` (``SCHEMES``)."""
     if not token:
         return False
-    if pieces:
+    if scheme == "pieces":
         return token.startswith("##") and len(token) > 2
-    return token[0].isalnum() and not token.startswith(WORD_START_MARKS)
+    if scheme == "bytes":
+        if any(char not in BYTES for char in token):  # an added token, not one of the byte alphabet
+            return False
+        text = bytes(BYTES[char] for char in token).decode("utf-8", errors="ignore")
+        return bool(text) and text[0].isalnum()
+    return token[0].isalnum() and not token.startswith("▁")
+
+
+def word_scheme(tokens: list[str | None]) -> str | None:
+    """How a vocabulary marks word boundaries (``SCHEMES``), None when it does not."""
+    for scheme, mark in zip(SCHEMES, ("##", "Ġ", "▁")):
+        if any(t is not None and t.startswith(mark) for t in tokens):
+            return scheme
+    return None
 
 
 def _flags(size: int, ids) -> torch.Tensor:
@@ -89,9 +113,8 @@ def banned_tokens(loaded: LoadedModel) -> Banned:
     config = getattr(loaded.model, "generation_config", None)
     suppressed = sorted(set(getattr(config, "suppress_tokens", None) or ()) - stop)
     never = _flags(size, [*special, *unused, *suppressed, *range(known, size)])
-    pieces = any(t is not None and t.startswith("##") for t in tokens)
-    marks = any(t is not None and t.startswith(WORD_START_MARKS) for t in tokens)
-    continuation = _flags(size, [i for i, t in enumerate(tokens) if (pieces or marks) and continues_word(t, pieces)])
+    scheme = word_scheme(tokens)
+    continuation = _flags(size, [i for i, t in enumerate(tokens) if scheme and continues_word(t, scheme)])
     continuation &= ~(never | _flags(size, stop))
     names, first = ", ".join(tokenizer.convert_ids_to_tokens(special)), tokens[unused[0]] if unused else ""
     reasons = ((f"special token{'s' if len(special) != 1 else ''} ({names})", len(special)),
