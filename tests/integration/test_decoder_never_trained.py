@@ -49,10 +49,10 @@ def test_no_temperature_the_page_offers_draws_a_never_trained_token(causal, samp
 
 
 def test_the_batch_draws_what_generate_draws(causal, samples):
-    for temperature, seed in ((1.0, 3), (TEMPERATURE.high, 7)):
-        row = next(s for s in samples if s.settings.temperature == temperature and s.seed == seed)
-        alone = generate(causal, DEFAULTS["prompt"], TOKENS, Settings(temperature), seed=seed)
-        assert row.token_ids == tuple(step.token_id for step in alone.steps) and row.text == alone.text
+    row = next(s for s in samples if s.settings.temperature == TEMPERATURE.high and s.seed == 7)  # the flattest
+    alone = generate(causal, DEFAULTS["prompt"], TOKENS, Settings(TEMPERATURE.high), seed=7)
+    assert row.token_ids == tuple(step.token_id for step in alone.steps) and row.text == alone.text
+    assert len(row.token_ids) > 1
 
 
 def test_the_cli_prints_one_sample_per_seed(capsys, causal):
