@@ -27,6 +27,7 @@ if not name:
 device = selection().device
 loaded = gen.causal_model_or_stop(name, device)
 controls = gen.controls(name)
+gen.explain_tokens(loaded, gen.get_banned(name, device), controls.settings.whole_words)
 progress = gen.progress(controls, device, int(st.session_state[gen.K["steps"]]))
 gen.step_buttons(progress.finished)
 view = or_stop(gen.get_step, name, device, controls.prompt, progress.generated, controls.settings)

@@ -4,7 +4,9 @@ The entry only: each topic's ``cli.py`` declares its commands in ``register(subp
 ``handler`` ``(args) -> dict`` that returns what is printed. Imports go one way, from here to the
 topics. A handler may return a list (one record per input line): it prints as a JSON list with one
 record per line. A VizError (or a bad argument) becomes one clear line on stderr and exit code 2; nothing
-prints a traceback.
+prints a traceback. Every error of a command names it (``error: python -m vizcore attention: ...``), an
+argument the command does not know included: argparse would hand those up to the top parser, whose
+message names no command.
 """
 
 from __future__ import annotations
@@ -38,26 +40,39 @@ class _Parser(argparse.ArgumentParser):
         raise VizError(f"{self.prog}: {message} (see --help)")
 
 
+class _CommandParser(_Parser):
+    """A command's parser: it refuses the arguments it does not know itself, so the message names the command."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m vizcore", description="See inside BERT-style Transformers.")
-    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     for topic in TOPICS:
         topic.register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    where = ""  # "python -m vizcore <command>: " once the command is known (its parser's errors name it)
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
+        where = f"{parser.prog} {args.command}: "
         payload = args.handler(args)
     except VizError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {where}{error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print(f"error: {where}interrupted", file=sys.stderr)
         return 130
     except Exception as error:  # a bug or a resource limit: still one line, with its kind, for the report
-        print(f"error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"error: {where}unexpected {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     if isinstance(sys.stdout, io.TextIOWrapper):  # JSON is UTF-8 whatever the console's code page (cp1252...)
         sys.stdout.reconfigure(encoding="utf-8")

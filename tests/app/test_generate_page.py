@@ -49,6 +49,8 @@ def test_the_default_view_and_each_control_reshape_the_bars(page):
     at = page
     no_exception(at)
     assert "`she` `opened` `the`" in tokens_line(at) and "(0 generated)" in tokens_line(at)
+    at.slider(key="generate.temperature").set_value(1.0)
+    at.slider(key="generate.top_p").set_value(1.0).run()
     plain, shaped, _ = bars(at)
     np.testing.assert_allclose(shaped, plain, rtol=1e-6)  # temperature 1, nothing cut: the model's own
     assert len(at.get("plotly_chart")) == 5  # bars, attention, causal mask, lens, lens curve
@@ -77,6 +79,72 @@ def test_the_default_view_and_each_control_reshape_the_bars(page):
     _, greedy, _ = bars(at)
     assert greedy.tolist() == [1.0] + [0.0] * (len(greedy) - 1)
     assert link(at)["mode"] == "greedy"
+
+
+def bar_tokens(at) -> list[str]:
+    return [row[0] for row in plotly_traces(at, 0)[0]["customdata"]]
+
+
+def test_the_defaults_sample_whole_words_with_a_tempered_nucleus(new_app):
+    from ui.decoder.page import DEFAULTS
+
+    at = new_app(PAGE).run()
+    no_exception(at)
+    assert at.radio(key="generate.mode").value == "sample" and at.toggle(key="generate.whole_words").value
+    assert at.slider(key="generate.temperature").value == DEFAULTS["temperature"] < 1
+    plain, shaped, _ = bars(at)
+    kept = shaped > 0
+    assert 0 < kept.sum() and shaped[0] > plain[0]  # sharpened and cut: the top token gains
+    assert not any(token.startswith("##") for token in bar_tokens(at))  # no word piece is even offered
+    explained = " ".join(e.label for e in at.expander)
+    assert "Word pieces" in explained and any("[unused0]" in m.value for m in at.markdown)
+
+
+def test_whole_words_only_takes_the_word_pieces_out_of_the_bars(new_app):
+    at = new_app(PAGE, prompt="She opened the envel", mode="greedy", words="all").run()
+    no_exception(at)
+    pieces = [i for i, token in enumerate(bar_tokens(at)) if token.startswith("##")]
+    plain, _, _ = bars(at)
+    assert pieces and plain[pieces].sum() > 0  # the model would continue the word
+    at.toggle(key="generate.whole_words").set_value(True).run()
+    no_exception(at)
+    assert not any(token.startswith("##") for token in bar_tokens(at))
+    assert link(at)["words"] == "whole"
+
+
+def shown(widget):
+    """What a browser shows for a widget it has just drawn again: the value the server sends with it, else
+    the widget's default (a run that stopped before the widget made the browser drop it, and its value)."""
+    proto = widget.proto
+    value = proto.value if proto.set_value else proto.default
+    return value[0] if hasattr(value, "__len__") else value
+
+
+def test_n_and_the_controls_keep_their_values_through_an_error(new_app):
+    at = new_app(PAGE).run()
+    at.number_input(key="generate.chunk").set_value(7)
+    at.slider(key="generate.temperature").set_value(1.3).run()
+    at.text_input(key="generate.prompt").set_value("   ").run()  # the page stops before N
+    assert any("empty" in e.value for e in at.error) and "generate.chunk" not in [w.key for w in at.number_input]
+    at.text_input(key="generate.prompt").set_value("She opened the").run()
+    no_exception(at)
+    assert shown(at.number_input(key="generate.chunk")) == 7
+    at.selectbox(key="generate.model_choice").set_value("Other: hub id or local folder…").run()
+    at.text_input(key="generate.model_other").set_value("/no/such/folder").run()  # stops before every control
+    assert at.error and not at.slider
+    at.selectbox(key="generate.model_choice").set_value("minilm-causal-tuned").run()
+    no_exception(at)
+    assert shown(at.number_input(key="generate.chunk")) == 7 and shown(at.slider(key="generate.temperature")) == 1.3
+    assert at.button(key="generate.many").label == "Generate 7"
+
+
+def test_a_control_the_mode_hides_keeps_its_value(new_app):
+    at = new_app(PAGE).run()
+    at.number_input(key="generate.seed").set_value(42).run()
+    at.radio(key="generate.mode").set_value("beam").run()  # the seed box is not drawn
+    at.radio(key="generate.mode").set_value("sample").run()
+    no_exception(at)
+    assert shown(at.number_input(key="generate.seed")) == 42 and link(at)["seed"] == "42"
 
 
 def test_next_token_adds_a_token_and_reset_goes_back(page):
@@ -120,15 +188,17 @@ def test_an_encoder_is_refused_with_the_loaders_reason(new_app):
 
 def test_the_link_sets_the_page_and_is_written_back(new_app):
     params = {"prompt": "I am going to the", "lm": "minilm-causal-tuned", "mode": "sample", "temperature": "0.7",
-              "top_k": "5", "top_p": "0.9", "seed": "3", "steps": "2", "layer": "2", "head": "3"}
+              "top_k": "5", "top_p": "0.9", "words": "all", "seed": "3", "steps": "2", "layer": "2", "head": "3"}
     at = new_app(PAGE, **params).run()
     no_exception(at)
     assert at.number_input(key="generate.layer").value == 2 and at.number_input(key="generate.head").value == 3
     assert at.slider(key="generate.top_k").value == 5 and at.number_input(key="generate.seed").value == 3
+    assert at.toggle(key="generate.whole_words").value is False
     assert "(2 generated)" in tokens_line(at) and "`going`" in tokens_line(at)
     assert {k: link(at)[k] for k in params} == params
-    bad = new_app(PAGE, mode="jump", top_p="7").run()
+    bad = new_app(PAGE, mode="jump", top_p="7", words="some").run()
     assert any("mode=" in w.value for w in bad.warning) and any("top_p=" in w.value for w in bad.warning)
+    assert any("words=" in w.value for w in bad.warning)
 
 
 def test_a_layer_or_head_the_model_lacks_is_reported_not_silently_changed(new_app):

@@ -27,14 +27,37 @@ def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def models_answer(sentence: str) -> str:
+    """The offline masked-LM's most probable word at the mask, as the fill-mask page computes it."""
+    from ui.state import get_model
+    from vizcore.mlm.fill_mask import fill_mask
+    from vizcore.model.catalog import MLM_MODEL
+
+    return fill_mask(get_model(MLM_MODEL, "auto", "mlm"), sentence, top_k=1).masks[0].predictions[0].token
+
+
+TIRED = "The animal didn't cross the street because it was too [MASK]."
+
+
 def test_the_sidebar_sentence_gets_a_word_picker_and_the_offline_masked_lm(new_app):
     at = why(new_app)
     assert not at.exception and not at.error
     assert "has no masked-LM head" in at.caption[0].value and "minilm-mlm-tuned" in at.caption[0].value
     assert at.selectbox(key="why.word").value == "tired"
-    assert any("The animal didn't cross the street because it was too [MASK]." in m.value for m in at.markdown)
+    assert any(TIRED in m.value for m in at.markdown)
     assert at.info and "No head is switched off" in at.info[0].value
-    assert metrics(at)["P(tired)"].endswith("%")
+
+
+def test_the_model_s_own_answer_is_explained_by_default_not_the_masked_word(new_app):
+    at = why(new_app)
+    answer = models_answer(TIRED)
+    assert at.text_input(key="why.ablation.word").value == answer and metrics(at)[f"P({answer})"].endswith("%")
+    assert metrics(at)["Top word"] == answer  # the followed word is the answer the model gives
+    sentence = next(m.value for m in at.markdown if TIRED in m.value)
+    from ui.feedback import plain
+
+    assert f"the model's answer: **{plain(answer)}**" in sentence
+    assert answer == "tired" or "the masked word: tired" in sentence
 
 
 def test_clicking_heads_changes_the_answer_and_the_link(new_app):
@@ -119,14 +142,16 @@ def test_patching_shows_the_identities_and_refuses_unequal_lengths(new_app):
                                         ["John said that [MASK] was tired because he worked all day."])
 
 
-def test_the_followed_word_follows_the_picked_word_until_one_is_typed(new_app):
+def test_the_followed_word_follows_the_models_answer_until_one_is_typed(new_app):
     at = why(new_app)
-    assert at.text_input(key="why.ablation.word").value == "tired"
+    assert at.text_input(key="why.ablation.word").value == models_answer(TIRED)
     at.selectbox(key="why.word").set_value("street").run()
-    assert at.text_input(key="why.ablation.word").value == "street" and "P(street)" in metrics(at)
-    at.text_input(key="why.ablation.word").set_value("road").run()
+    street = models_answer("The animal didn't cross the [MASK] because it was too tired.")
+    assert at.text_input(key="why.ablation.word").value == street and f"P({street})" in metrics(at)
+    at.text_input(key="why.ablation.word").set_value("tired").run()  # the user's word wins from now on
+    assert "P(tired)" in metrics(at)
     at.selectbox(key="why.word").set_value("animal").run()
-    assert at.text_input(key="why.ablation.word").value == "road"
+    assert at.text_input(key="why.ablation.word").value == "tired"
 
 
 def test_no_two_parts_read_the_same_link_parameter():
@@ -136,9 +161,10 @@ def test_no_two_parts_read_the_same_link_parameter():
     assert sum(len(n) for n in names) == len(set().union(*names)), names
 
 
-def test_a_picked_word_of_several_tokens_is_not_followed_and_the_answer_still_shows(new_app):
+def test_a_picked_word_of_several_tokens_is_masked_and_the_models_answer_followed(new_app):
     at = set_shared(why(new_app), text="The cat slept on the windowsill.")
     assert at.selectbox(key="why.word").value == "windowsill"
     assert not at.exception and not at.error
-    assert any("is not one token" in i.value for i in at.info)
-    assert "Top word" in metrics(at) and not any(label.startswith("P(") for label in metrics(at))
+    masked = next(m.value for m in at.markdown if m.value.startswith("Sentence: ")).split("**")[1]
+    answer = models_answer(masked)
+    assert f"P({answer})" in metrics(at) and metrics(at)["Top word"] == answer

@@ -87,10 +87,15 @@ def test_a_link_sets_the_answer_and_steps_and_a_bad_one_is_reported(new_app):
     assert metrics(at)["Steps"] == str(DEFAULT_STEPS)
 
 
-def test_the_picked_word_is_the_default_answer(new_app):
-    at = attribution_part(new_app)  # the sidebar's sentence has no mask: its last word is picked
+def test_the_models_own_answer_is_the_default_and_a_typed_word_replaces_it(new_app):
+    from tests.app.test_why import TIRED, models_answer
+
+    at = attribution_part(new_app)  # the sidebar's sentence has no mask: its last word is picked and masked
     assert not at.exception and at.selectbox(key="why.word").value == "tired"
-    assert at.text_input(key="why.attribution.answer").value == "tired"
+    answer = models_answer(TIRED)
+    assert at.text_input(key="why.attribution.answer").value == answer
+    assert any(f"f = P({answer})" in m.value for m in at.markdown)
+    at.text_input(key="why.attribution.answer").set_value("tired").run()
     assert any("f = P(tired)" in m.value for m in at.markdown)
 
 

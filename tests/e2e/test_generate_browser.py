@@ -12,7 +12,8 @@ def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     page.set_viewport_size(LAPTOP)  # a teacher's laptop: the page must fit it (issue 35 D)
-    page.goto(f"{app_url}/generate?{urlencode({'prompt': 'She opened the', 'mode': 'sample', 'top_k': '5'})}")
+    link = urlencode({"prompt": "She opened the", "mode": "sample", "top_k": "5", "top_p": "1"})
+    page.goto(f"{app_url}/generate?{link}")
     page.wait_for_selector(".js-plotly-plot .barlayer", timeout=180_000)
     wait_until_idle(page)
     assert_fits_the_laptop(page, "generate")

@@ -70,7 +70,8 @@ def test_head_importance_runs_in_the_background_and_draws_both_maps(app_url, pag
 
 
 def test_attribution_shows_four_methods_and_completeness(app_url, page):
-    requests = open_why(page, app_url, BARS, part="attribution", text="The capital of France is Paris.")
+    requests = open_why(page, app_url, BARS, part="attribution", text="The capital of France is Paris.",
+                        output="paris")  # the link's answer (by default the model's own, which may differ)
     assert page.get_by_text("Completeness of integrated gradients").is_visible()
     body = page.inner_text("body")
     for method in ("Integrated gradients", "Gradient × input", "Occlusion (leave one out)", "Attention rollout"):

@@ -68,7 +68,7 @@ def test_python_dash_m_vizcore_runs_as_a_program():
     done = subprocess.run([sys.executable, "-m", "vizcore", "attention", "--text", "  "],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip() == "error: The text is empty: type a sentence."
+    assert done.stderr.strip() == "error: python -m vizcore attention: The text is empty: type a sentence."
 
 
 

@@ -19,6 +19,7 @@ import torch
 
 from tests.unit.test_fill_mask_cli import run_cli
 from vizcore.decoder.generation import prompt_ids
+from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.mlm.nsp import EXAMPLES
 from vizcore.model.catalog import CAUSAL_MODEL, DEFAULT_MODEL, NSP_MODEL
 from vizcore.model.loading import load_model
@@ -58,7 +59,8 @@ def test_one_greedy_token_gives_the_prompts_next_token_distribution():
     assert payload["prompt_tokens"] == loaded.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     with torch.no_grad():
         logits = loaded.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits[0, -1]
-    best = logits.double().softmax(-1).topk(8)
+    never = banned_tokens(loaded).never  # never-trained entries: probability 0, the rest renormalised
+    best = logits.double().masked_fill(never, -torch.inf).softmax(-1).topk(8)
     (step,) = payload["steps"]
     assert [t["token"] for t in step["top"]] == [loaded.tokenizer.decode([i]) for i in best.indices.tolist()]
     assert [t["score"] for t in step["top"]] == pytest.approx(best.values.tolist(), rel=1e-4)

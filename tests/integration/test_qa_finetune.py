@@ -91,8 +91,8 @@ def test_a_broken_file_is_one_line_and_exit_code_2(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
-        "error: 'broken.json' is not valid JSON: Expecting value at line 2, column 17. Fix the file there (a missing "
-        "comma or quote?) and upload it again."]
+        "error: python -m vizcore finetune: 'broken.json' is not valid JSON: Expecting value at line 2, column 17. "
+        "Fix the file there (a missing comma or quote?) and upload it again."]
 
 
 def test_an_eval_file_is_held_out_whole(capsys, tmp_path, tiny_bert_dir):

@@ -54,4 +54,5 @@ def test_input_file_one_object_per_line_in_order_with_empty_and_outside_lines_re
 def test_empty_text_is_one_clear_line_and_exit_2():
     done = cli("--text", "  ")
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("error: The text is empty") and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: python -m vizcore translate-date: The text is empty")
+    assert done.stderr.count("\n") == 1

@@ -67,3 +67,26 @@ def test_errors_are_one_line_and_non_zero(capsys, tiny, argv, message):
         argv = [*argv, "--model", folder]
     code, _, err = run(capsys, *argv)
     assert code != 0 and message in err and err.count("\n") == 1
+
+
+def test_attention_keeps_one_layer_and_one_head_counted_from_1_and_says_so_from_0(capsys, tiny):
+    folder, result = tiny
+    code, data, _ = run(capsys, "attention", "--text", TEXT, "--model", folder, "--layer", "2", "--head", "3")
+    assert code == 0 and data["layers"] == [1] and data["heads"] == [2]
+    assert data["shape"] == "[layer][head][query][key]" and data["num_layers"] == result.num_layers
+    np.testing.assert_allclose(data["attention"], result.attention[1:2, 2:3], atol=1e-7)
+    code, data, _ = run(capsys, "attention", "--text", TEXT, "--model", folder, "--head", str(result.num_heads))
+    assert data["layers"] == list(range(result.num_layers)) and data["heads"] == [result.num_heads - 1]
+    np.testing.assert_allclose(data["attention"], result.attention[:, -1:], atol=1e-7)
+    code, data, _ = run(capsys, "attention", "--text", TEXT, "--model", folder)
+    assert data["heads"] == list(range(result.num_heads))
+    np.testing.assert_allclose(data["attention"], result.attention, atol=1e-7)
+
+
+@pytest.mark.parametrize(("flag", "count"), [("--layer", "layers"), ("--head", "heads")])
+def test_a_layer_or_head_the_model_lacks_names_the_command_and_the_range(capsys, tiny, flag, count):
+    folder, result = tiny
+    top = result.num_layers if count == "layers" else result.num_heads
+    code, _, err = run(capsys, "attention", "--text", TEXT, "--model", folder, flag, str(top + 1))
+    assert code == 2 and err.startswith(f"error: python -m vizcore attention: {flag} must be from 1 to {top} ")
+    assert f"has {top} {count}" in err

@@ -10,6 +10,7 @@ from tests.support.tiny_decoders import save_tiny_decoder
 from vizcore.decoder.beam import beam_search
 from vizcore.decoder.generation import generate, next_token_logits, prompt_ids
 from vizcore.decoder.sampling import Settings
+from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
 
@@ -28,6 +29,7 @@ def transformers_beams(loaded, prompt: str, width: int, new: int, stop: set[int]
         out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), num_beams=width, do_sample=False,
                                     num_return_sequences=width, max_new_tokens=new, early_stopping=early_stopping,
                                     length_penalty=length_penalty, eos_token_id=sorted(stop), pad_token_id=0,
+                                    suppress_tokens=torch.nonzero(banned_tokens(loaded).never).flatten().tolist(),
                                     return_dict_in_generate=True, output_scores=True)
     lengths = (out.beam_indices >= 0).sum(-1).tolist()  # generated tokens of each returned sequence
     sequences = [row[ids.shape[1]:ids.shape[1] + n] for row, n in zip(out.sequences.tolist(), lengths)]
@@ -73,7 +75,8 @@ def test_each_step_records_beams_their_parents_and_summed_log_probabilities(gpt2
     ids = prompt_ids(gpt2, PROMPT)
     first = result.steps[0].beams
     log_probs = next_token_logits(gpt2, ids).float().log_softmax(-1)
-    assert [b.token_ids[0] for b in first] == log_probs.topk(3).indices.tolist()
+    drawable = log_probs.masked_fill(banned_tokens(gpt2).never, -torch.inf)  # as transformers' suppress_tokens
+    assert [b.token_ids[0] for b in first] == drawable.topk(3).indices.tolist()
     assert all(b.parent == -1 for b in first)
     for before, after in zip(result.steps, result.steps[1:]):
         for beam in after.beams:

@@ -10,6 +10,7 @@ from transformers.generation.logits_process import TemperatureLogitsWarper, TopK
 
 from vizcore.decoder.generation import generate, next_token_logits, prompt_ids
 from vizcore.decoder.sampling import Settings, draw, shape
+from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
 
@@ -64,12 +65,16 @@ def test_greedy_is_the_arg_max_and_draws_follow_the_seed():
     np.testing.assert_allclose(counts, sampled.shaped, atol=0.03)
 
 
+def never_drawn(loaded) -> list[int]:
+    return torch.nonzero(banned_tokens(loaded).never).flatten().tolist()
+
+
 def test_greedy_generation_equals_transformers_generate(gpt2):
     result = generate(gpt2, "The cat sat on the", max_new_tokens=6, settings=Settings(0.0))
     ids = prompt_ids(gpt2, "The cat sat on the")
     with torch.no_grad():
         expected = gpt2.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False,
-                                       pad_token_id=0, eos_token_id=None)
+                                       pad_token_id=0, eos_token_id=None, suppress_tokens=never_drawn(gpt2))
     assert [s.token_id for s in result.steps] == expected[0, ids.shape[1]:].tolist()
     assert result.prompt_tokens == gpt2.tokenizer.convert_ids_to_tokens(ids[0].tolist())
 
@@ -84,7 +89,7 @@ def test_sampled_generation_is_reproducible_and_each_step_is_drawn_from_its_top(
         assert sum(p for _, _, p in step.top) == pytest.approx(1.0)
     ids = prompt_ids(gpt2, "Once upon a time")
     logits = next_token_logits(gpt2, ids)
-    expected = shape(logits, settings).top(8)
+    expected = shape(logits, settings, banned_tokens(gpt2).never).top(8)
     assert [(i, pytest.approx(p)) for _, i, p in first.steps[0].top] == [(i, p) for i, p in expected if p > 0]
 
 

@@ -12,6 +12,7 @@ from tests.support.tiny_decoders import save_tiny_decoder
 from vizcore.decoder.generation import next_token_logits, prompt_ids
 from vizcore.decoder.sampling import Settings, shape
 from vizcore.decoder.steps import candidates, step_view
+from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
 
@@ -54,7 +55,8 @@ def test_the_logit_lens_ends_at_the_logits_and_reads_each_layer_through_the_head
     own = own_outputs(decoder, torch.tensor([view.token_ids]))
     lens = view.lens
     assert lens is not None and lens.num_rows == decoder.num_layers + 1
-    last = next_token_logits(decoder, torch.tensor([view.token_ids])).float().softmax(-1)
+    never = banned_tokens(decoder).never  # probability 0 in every row, as in the bars
+    last = next_token_logits(decoder, torch.tensor([view.token_ids])).float().masked_fill(never, -torch.inf).softmax(-1)
     assert lens.token_ids[-1].tolist() == last.topk(4).indices.tolist()
     np.testing.assert_array_equal(lens.probs[-1], last.topk(4).values.numpy())  # exactly the bars' distribution
     np.testing.assert_allclose(lens.probs[-1], view.next.plain[lens.token_ids[-1]], rtol=1e-6)
@@ -64,7 +66,7 @@ def test_the_logit_lens_ends_at_the_logits_and_reads_each_layer_through_the_head
         state = hidden[0, -1]
         with torch.no_grad():
             logits = model.cls(state) if hasattr(model, "cls") else model.lm_head(model.transformer.ln_f(state))
-        probs = logits.softmax(-1)
+        probs = logits.masked_fill(never, -torch.inf).softmax(-1)
         assert lens.token_ids[layer].tolist() == probs.topk(4).indices.tolist()
         assert lens.final_token_probs[layer] == pytest.approx(float(probs[lens.token_ids[-1, 0]]), rel=1e-4)
     assert lens.tokens[-1][0] == decoder.tokenizer.decode([int(lens.token_ids[-1, 0])])
@@ -75,7 +77,7 @@ def test_the_logit_lens_ends_at_the_logits_and_reads_each_layer_through_the_head
 def test_the_next_token_distribution_and_its_cut_off(decoder, settings):
     view = step_view(decoder, PROMPT, GENERATED, settings=settings)
     logits = next_token_logits(decoder, torch.tensor([view.token_ids]))
-    expected = shape(logits, settings)
+    expected = shape(logits, settings, banned_tokens(decoder).mask(settings.whole_words))
     np.testing.assert_allclose(view.next.shaped, expected.shaped, atol=1e-6)
     top = candidates(decoder, view, count=12, drawn=int(np.argmax(expected.plain)))
     assert top.token_ids.tolist() == np.argsort(-expected.plain, kind="stable")[:12].tolist()

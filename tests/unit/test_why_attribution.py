@@ -73,6 +73,21 @@ def test_the_default_answer_is_the_top_prediction_and_its_score_is_its_probabili
     assert target.tokens == mlm.tokenizer.convert_ids_to_tokens(ids) and target.mask_index == len(ids) - 3
 
 
+def test_the_models_own_answer_is_its_arg_max_as_a_word_that_reads_back(mlm):
+    from vizcore.why.targets import top_answer, word_id
+
+    ids = direct_ids(mlm)
+    with torch.no_grad():
+        logits = mlm.model(input_ids=torch.tensor([ids])).logits[0, ids.index(mlm.tokenizer.mask_token_id)]
+    best = int(logits.argmax())
+    decoded = mlm.tokenizer.decode([best]).strip()
+    try:
+        reads_back = word_id(mlm, decoded) == best
+    except VizError:
+        reads_back = False
+    assert top_answer(mlm, TEXT) == (decoded if reads_back else None)
+
+
 def test_grad_x_input_equals_an_independent_autograd_computation(mlm, target):
     embeds = words(mlm).requires_grad_(True)
     (grad,) = torch.autograd.grad(direct_f(mlm, target.output, embeds=embeds).sum(), embeds)

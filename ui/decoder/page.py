@@ -1,9 +1,14 @@
 """Streamlit side of the Generate page: its model, prompt and controls, the cached computations, the link.
 
 What is on screen is a function of the controls alone (model, prompt, mode, temperature, top-k,
-top-p, seed, beam width, number of steps taken): "Next token" and "Generate N" only raise the number
-of steps, and the tokens so far are replayed with the current controls and seed. So a link
+top-p, whole words, seed, beam width, number of steps taken): "Next token" and "Generate N" only raise
+the number of steps, and the tokens so far are replayed with the current controls and seed. So a link
 reproduces the view, and moving a control redraws the whole continuation under the new rule.
+
+Every control is drawn with ``persist_state="page"``. A run that does not draw a widget (an error above
+it stops the page: a model that does not load, an empty prompt; or the decoding mode hides it) makes
+the browser drop it, value and all; drawn again, it shows what the server sends with it, else its
+default (N = 1, temperature 0). With ``persist_state`` the server keeps the value and sends it.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from ui.layer_head import layer_head
 from ui.state import get_model
 from vizcore.decoder.beam import MAX_WIDTH, BeamSearch, beam_search
 from vizcore.decoder.generation import Generation, generate
+from vizcore.decoder.ranges import SEED, TEMPERATURE, TOP_K, TOP_P
 from vizcore.decoder.sampling import Settings
 from vizcore.decoder.steps import StepView, step_view
+from vizcore.decoder.vocabulary import Banned, banned_tokens
 from vizcore.model.catalog import CAUSAL_LABEL, CAUSAL_MODEL
 from vizcore.model.loading import LoadedModel
 
@@ -34,9 +41,13 @@ MAX_STEPS = 40  # tokens the page generates at most (each step reruns the model 
 BEAM_TOKENS = 12  # the beam search's max_new_tokens: the page steps through its record
 BAR_COUNT = 15
 K = {name: f"generate.{name}" for name in ("model_choice", "model_other", "prompt", "mode", "temperature", "top_k",
-                                            "top_p", "seed", "width", "steps", "chunk", "layer", "head")}
-DEFAULTS = {"model_choice": CAUSAL_MODEL, "prompt": DEFAULT_PROMPT, "mode": "sample", "temperature": 1.0,
-            "top_k": 0, "top_p": 1.0, "seed": 0, "width": 3, "steps": 0, "chunk": 5}
+                                            "top_p", "whole_words", "seed", "width", "steps", "chunk", "layer",
+                                            "head")}
+# The first view: sampling, so the seed and the controls matter, tempered to a readable continuation
+# (docs/DECODER.md, "The page's defaults", says why these values).
+DEFAULTS = {"model_choice": CAUSAL_MODEL, "prompt": DEFAULT_PROMPT, "mode": "sample", "temperature": 0.8,
+            "top_k": 0, "top_p": 0.9, "whole_words": True, "seed": 0, "width": 3, "steps": 0, "chunk": 5}
+KEEP = "page"  # every control's persist_state: its value survives a run that does not draw it
 
 
 @dataclass(frozen=True)
@@ -70,15 +81,23 @@ def set_model_from_link(raw: str) -> str:
     return name or CAUSAL_MODEL
 
 
+def whole_words_in(raw: str) -> bool:
+    """The link's ``words``: ``whole`` (whole words only) or ``all`` (word pieces too)."""
+    if raw not in ("whole", "all"):
+        raise ValueError("it is whole (whole words only) or all (word pieces too).")
+    return raw == "whole"
+
+
 # layer and head: this page's model's, checked where its steppers are drawn
 LINK = url_state.Link("generate", {
     "prompt": (K["prompt"], url_state.Text()),
     "lm": (K["model_choice"], url_state.Text(set_model_from_link)),
     "mode": (K["mode"], url_state.OneOf(MODES)),
-    "temperature": (K["temperature"], number_in(0, 2, "temperature")),
-    "top_k": (K["top_k"], url_state.Integer(0, 100)),
-    "top_p": (K["top_p"], number_in(0.05, 1, "top-p")),
-    "seed": (K["seed"], url_state.Integer(0, 1_000_000)),
+    "temperature": (K["temperature"], number_in(TEMPERATURE.low, TEMPERATURE.high, "temperature")),
+    "top_k": (K["top_k"], url_state.Integer(int(TOP_K.low), int(TOP_K.high))),
+    "top_p": (K["top_p"], number_in(TOP_P.low, TOP_P.high, "top-p")),
+    "words": (K["whole_words"], whole_words_in),
+    "seed": (K["seed"], url_state.Integer(int(SEED.low), int(SEED.high))),
     "width": (K["width"], url_state.Integer(1, MAX_WIDTH)),
     "steps": (K["steps"], url_state.Integer(0, MAX_STEPS)),
     "layer": (K["layer"], url_state.Integer(1)),
@@ -95,7 +114,7 @@ def url_params(c: Controls, p: Progress, layer: int, head: int) -> dict[str, obj
                    f"{url_state.MAX_URL_TEXT:,}): the link keeps the controls but not the prompt or the steps.")
         return {**url_params(replace(c, prompt=""), p, layer, head), "prompt": None, "steps": None}
     sampling = c.mode == "sample"
-    return {"prompt": c.prompt, "lm": c.name, "mode": c.mode,
+    return {"prompt": c.prompt, "lm": c.name, "mode": c.mode, "words": "whole" if c.settings.whole_words else "all",
             "temperature": c.settings.temperature if sampling else None,
             "top_k": c.settings.top_k if sampling else None, "top_p": c.settings.top_p if sampling else None,
             "seed": c.seed if sampling else None, "width": c.width if c.mode == "beam" else None,
@@ -139,8 +158,14 @@ def get_generation(name: str, device: str, prompt: str, tokens: int, settings: S
 
 
 @st.cache_data(show_spinner="Searching the beams…", max_entries=32)
-def get_beams(name: str, device: str, prompt: str, width: int) -> BeamSearch:
-    return beam_search(get_model(name, device, "causal-lm"), prompt, width=width, max_new_tokens=BEAM_TOKENS)
+def get_beams(name: str, device: str, prompt: str, width: int, whole_words: bool) -> BeamSearch:
+    return beam_search(get_model(name, device, "causal-lm"), prompt, width=width, max_new_tokens=BEAM_TOKENS,
+                       whole_words=whole_words)
+
+
+@st.cache_resource(max_entries=8)
+def get_banned(name: str, device: str) -> Banned:
+    return banned_tokens(get_model(name, device, "causal-lm"))
 
 
 @st.cache_resource(show_spinner="Running the model…", max_entries=16)
@@ -165,7 +190,7 @@ class Progress:
 
 def progress(c: Controls, device: str, steps: int) -> Progress:
     if c.mode == "beam":
-        search = or_stop(get_beams, c.name, device, c.prompt, c.width)
+        search = or_stop(get_beams, c.name, device, c.prompt, c.width, c.settings.whole_words)
         steps = min(steps, len(search.steps))
         current = search.steps[steps - 1] if steps else None
         if steps == len(search.steps) and search.hypotheses:
@@ -188,10 +213,10 @@ def progress(c: Controls, device: str, steps: int) -> Progress:
 def choose_model() -> str:
     left, right = st.columns([2, 3])
     choice = left.selectbox("Causal language model", MODEL_CHOICES, key=K["model_choice"], format_func=model_label,
-                            on_change=reset_steps)
+                            on_change=reset_steps, persist_state=KEEP)
     if choice == OTHER_MODEL:
         left.text_input("Hub id or local folder of a causal LM", key=K["model_other"], placeholder="gpt2-medium",
-                        on_change=reset_steps)
+                        on_change=reset_steps, persist_state=KEEP)
     name = model_name()
     right.caption(summary_line() if name == CAUSAL_MODEL else
                   f"`{name}`: any Hugging Face causal LM works (GPT-2, DistilGPT-2, a BERT saved as a decoder). "
@@ -206,25 +231,32 @@ def summary_line() -> str:
 
 
 def controls(name: str) -> Controls:
-    prompt = st.text_input("Prompt", key=K["prompt"], on_change=reset_steps)
-    mode = st.radio("Decoding", MODES, key=K["mode"], format_func=MODE_LABELS.get, horizontal=True)
+    prompt = st.text_input("Prompt", key=K["prompt"], on_change=reset_steps, persist_state=KEEP)
+    mode = st.radio("Decoding", MODES, key=K["mode"], format_func=MODE_LABELS.get, horizontal=True,
+                    persist_state=KEEP)
     sampling = mode == "sample"
     left, middle, right, far = st.columns(4)
-    temperature = left.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.1, key=K["temperature"],
-                              disabled=not sampling, help="Divides the logits: below 1 sharpens, above 1 flattens.")
-    top_k = middle.slider("Top-k (0 = no limit)", 0, 100, key=K["top_k"], disabled=not sampling,
-                          help="Keep only the k most probable tokens.")
-    top_p = right.slider("Top-p (1 = no limit)", 0.05, 1.0, step=0.05, key=K["top_p"], disabled=not sampling,
+    temperature = left.slider("Temperature (0 = greedy)", TEMPERATURE.low, TEMPERATURE.high, step=TEMPERATURE.step,
+                              key=K["temperature"], disabled=not sampling, persist_state=KEEP,
+                              help="Divides the logits: below 1 sharpens, above 1 flattens.")
+    top_k = middle.slider("Top-k (0 = no limit)", int(TOP_K.low), int(TOP_K.high), key=K["top_k"],
+                          disabled=not sampling, persist_state=KEEP, help="Keep only the k most probable tokens.")
+    top_p = right.slider("Top-p (1 = no limit)", TOP_P.low, TOP_P.high, step=TOP_P.step, key=K["top_p"],
+                         disabled=not sampling, persist_state=KEEP,
                          help="Keep the most probable tokens until their probabilities add up to p.")
     if mode == "beam":
-        width = far.slider("Beam width", 1, MAX_WIDTH, key=K["width"],
+        width = far.slider("Beam width", 1, MAX_WIDTH, key=K["width"], persist_state=KEEP,
                            help="Width 1 is greedy decoding.")
         seed = int(st.session_state[K["seed"]])
     else:
-        seed = int(far.number_input("Seed", 0, 1_000_000, key=K["seed"], disabled=not sampling,
-                                    help="The same seed draws the same tokens."))
+        seed = int(far.number_input("Seed", int(SEED.low), int(SEED.high), key=K["seed"], disabled=not sampling,
+                                    persist_state=KEEP, help="The same seed draws the same tokens."))
         width = int(st.session_state[K["width"]])
-    settings = {"greedy": Settings(0.0), "beam": Settings(1.0)}.get(mode) or Settings(temperature, top_k, top_p)
+    whole_words = st.toggle("Whole words only", key=K["whole_words"], persist_state=KEEP,
+                            help="Never draw a word piece that would continue the word before it (##ing, ##s; "
+                                 "for GPT-2 a token without its leading space). See Word pieces below.")
+    settings = ({"greedy": Settings(0.0, whole_words=whole_words), "beam": Settings(1.0, whole_words=whole_words)}
+                .get(mode) or Settings(temperature, top_k, top_p, whole_words))
     return Controls(name=name, prompt=prompt, mode=mode, settings=settings, seed=seed, width=int(width))
 
 
@@ -233,7 +265,7 @@ def step_buttons(done: bool) -> None:
     done = done or at_limit
     with st.container(horizontal=True, vertical_alignment="bottom"):
         st.button("Next token", key="generate.next", type="primary", on_click=add_steps, args=(1,), disabled=done)
-        chunk = st.number_input("N", 1, 20, key=K["chunk"], width=110)
+        chunk = st.number_input("N", 1, 20, key=K["chunk"], width=110, persist_state=KEEP)
         st.button(f"Generate {int(chunk)}", key="generate.many", on_click=add_steps, args=(int(chunk),),
                   disabled=done)
         st.button("Reset", key="generate.reset", on_click=reset_steps)
@@ -243,6 +275,27 @@ def step_buttons(done: bool) -> None:
 
 
 # ---- what is shown --------------------------------------------------------------------------------
+
+def explain_tokens(loaded: LoadedModel, banned: Banned, whole_words: bool) -> None:
+    """Word pieces, what "whole words only" removes, and the tokens never drawn, for this model's vocabulary."""
+    tokenizer = loaded.tokenizer
+    pieces = " + ".join(f"`{t}`" for t in tokenizer.tokenize(" windowsill"))
+    size = len(banned.never)
+    marks = ("`##` marks a piece that continues the word before it" if any(
+        t.startswith("##") for t in tokenizer.tokenize(" windowsill")) else
+             "`Ġ` marks a token that starts with a space, so one without it continues the word before it")
+    with st.expander("Word pieces, and the tokens never drawn", expanded=False):
+        st.markdown(
+            f"The model writes **tokens**, not words: its vocabulary has {size:,}. A common word is one token, a "
+            f"rarer one several pieces: here *windowsill* is {pieces}; {marks}. Sampling can draw a piece after a "
+            "whole word and the text glues them (*the* + *##written* → *thewritten*). **Whole words only** removes "
+            f"the {int(banned.continuation.sum()):,} tokens that continue a word, so every token starts a word or is "
+            "punctuation; the price: a word the vocabulary has only in pieces, or an ending such as a plural *-s*, "
+            f"cannot be written. {'It is on.' if whole_words else 'It is off.'}\n\n"
+            f"**Never drawn**, in every mode: {banned.describe()}. Training never had the model produce them, so "
+            "their probabilities are noise that a high temperature would turn into draws; they get probability 0, "
+            "in the bars too. The end token stays: it ends the text.")
+
 
 def token_chip(token: str, new: bool) -> str:
     """A token as a markdown code span; generated ones on an orange background."""
@@ -272,7 +325,9 @@ def show_bars(view: StepView, p: Progress, c: Controls, loaded: LoadedModel) -> 
         drawn = loaded.tokenizer.decode([p.drawn])
         title += f" · next: '{drawn}'" + (f" (rank {top.drawn_rank + 1})" if top.drawn_rank >= BAR_COUNT else "")
     st.plotly_chart(next_token_bars(top, view.settings, title), key="generate.bars", config=CHART)
-    st.caption(f"{top.kept:,} of {len(view.next.plain):,} tokens are kept; the dashed red line is the cut-off, "
+    st.caption(f"{top.kept:,} of {len(view.next.plain):,} tokens are kept (never-trained entries are never kept"
+               f"{'; nor are word pieces, with whole words only' if view.settings.whole_words else ''}); "
+               "the dashed red line is the cut-off, "
                "orange the token the next step takes. Temperature reshapes the heights; top-k and top-p move the "
                "cut-off; greedy keeps one token. Hover a bar for its probability.")
 

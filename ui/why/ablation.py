@@ -108,13 +108,14 @@ def settings(ctx: WhyContext) -> tuple[str, int, str | None]:
                            "position; only what is specific to this sentence is lost.")
     top_k = middle.slider("Words shown (top-k)", 3, 15, 8, key=KEY_TOP_K)
     word = why.followed_word(ctx, KEY_WORD, "Follow this word's probability", where=right,
-                             help="Default: the word that was masked. One token of the model's vocabulary.")
+                             help="Default: the model's own answer (its most probable word at the mask). One "
+                                  "token of the model's vocabulary.")
     return mode, top_k, word
 
 
 def show(ctx: WhyContext) -> dict:
     loaded = ctx.loaded
-    st.markdown(f"Sentence: **{ctx.masked}**")
+    st.markdown(f"Sentence: **{ctx.masked}**{why.answer_note(ctx)}")
     mode, top_k, word = settings(ctx)
     heads = head_grid(loaded)
     result = or_stop(get_ablation, ctx.model, ctx.device, ctx.masked, tuple(heads), mode, top_k, word)

@@ -83,11 +83,11 @@ def _choose_explain(ctx: WhyContext) -> str:
 
 
 def _choose_answer(ctx: WhyContext) -> str | None:
-    """The word explained at the mask: by default the picked word (it follows the picker until another
-    word is typed, as on the ablation part); empty = the top prediction (returned as None)."""
+    """The word explained at the mask: by default the model's own answer (it follows the sentence and the
+    picker until another word is typed, as on the ablation part); empty = the top prediction (None)."""
     return why.followed_word(ctx, KEY_ANSWER, "Answer (one token; empty = the model's top prediction)",
-                             help="Default: the word that was masked; a masked word of several tokens is not "
-                                  "used and the top prediction is explained.")
+                             help="Default: the model's own answer, its most probable word at the mask. Type "
+                                  "another word (the one masked, say) to explain that one.")
 
 
 def _choose_class(classifier: Classifier, sentence: str) -> int:

@@ -3,7 +3,10 @@ the part on screen, and the page's URL state.
 
 The page explains the sidebar's sentence with the sidebar's model when that model has a masked-LM
 head, else with the offline masked-LM trained here (and says so). A sentence without ``[MASK]`` gets
-a word picker: the chosen word is masked, and becomes the default answer. The fine-tuned classifier,
+a word picker: the chosen word is masked. What the parts explain by default is the model's own answer
+there (its most probable word at the mask), not the word that was masked: the model may well disagree
+with the sentence, and explaining a word it gives 0.1 % would explain little. A word typed by the user,
+or a link's, replaces it. The fine-tuned classifier,
 when this session trained one in the Fine-tuning lab, is explained on the unmasked sentence.
 """
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from ui import url_state
-from ui.feedback import or_stop
+from ui.feedback import or_stop, plain
 from ui.finetune import training
 from ui.state import Selection, get_model, segmented_choice, selection, warn_if_too_long
 from vizcore.errors import VizError
@@ -23,7 +26,7 @@ from vizcore.finetune.training import FinetuneResult
 from vizcore.mlm.fill_mask import TYPED_MASK, mask_word, maskable_words
 from vizcore.model.catalog import BUILTIN_MODELS, MLM_LABEL, MLM_MODEL
 from vizcore.model.loading import LoadedModel
-from vizcore.why.targets import word_id
+from vizcore.why.targets import top_answer
 
 PARTS = {
     "ablation": "Switch heads off",
@@ -51,7 +54,8 @@ class WhyContext:
     loaded: LoadedModel  # with its masked-LM head; shared and read-only
     sentence: str  # the sidebar's sentence, unmasked when a word was picked (what a classifier reads)
     masked: str | None  # the sentence with [MASK] (None for a part that does not explain the sidebar's sentence)
-    masked_word: str | None  # the word that was masked (the default answer), None when typed with [MASK]
+    masked_word: str | None  # the word that was masked, None when typed with [MASK]
+    answer: str | None  # the model's own answer at the (first) mask: what is explained by default
     classifier: Classifier | None
 
 
@@ -102,6 +106,11 @@ def pick_mask(loaded: LoadedModel, text: str) -> tuple[str, str | None]:
     return mask_word(text, word), word.text
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def get_answer(name: str, device: str, masked: str) -> str | None:
+    return top_answer(get_model(name, device, "mlm"), masked)
+
+
 def context(needs_mask: bool = True) -> WhyContext:
     """The model, sentence and classifier of the page; ``needs_mask``: the part explains the sidebar's sentence
     at a mask (ablation, attribution), so the word picker is drawn."""
@@ -114,30 +123,31 @@ def context(needs_mask: bool = True) -> WhyContext:
     if needs_mask:
         warn_if_too_long(loaded, masked, what="The sentence")
     sentence = sel.text if word is not None or masked is None else TYPED_MASK.sub(loaded.tokenizer.mask_token, sel.text)
+    answer = or_stop(get_answer, name, sel.device, masked) if masked is not None else None
     return WhyContext(model=name, device=sel.device, loaded=loaded, sentence=sentence, masked=masked,
-                      masked_word=word, classifier=session_classifier())
+                      masked_word=word, answer=answer, classifier=session_classifier())
 
 
 def followed_word(ctx: WhyContext, key: str, label: str, help: str, where=st) -> str | None:
-    """A text input for one word of the vocabulary that starts as the picked (masked) word and follows the
-    picker until the user types another. The picked word may be several tokens (``windowsill``): then it
-    is not used, and this says so; a word the user typed is returned as typed (its error is theirs to see).
-    Empty: None."""
+    """A text input for one word of the vocabulary that starts as the model's own answer at the mask and
+    follows it (another sentence or picked word, another answer) until the user types another word, which
+    is returned as typed (its error is theirs to see); a link sets it as if typed. Empty: None."""
     for_key = f"{key}_for"
     previous = st.session_state.get(for_key)
     untouched = st.session_state.get(key) == (previous or "")
-    if key not in st.session_state or (previous != ctx.masked_word and untouched):
-        st.session_state[key] = ctx.masked_word or ""
-    st.session_state[for_key] = ctx.masked_word
-    typed = where.text_input(label, key=key, help=help).strip()
-    if typed and typed == ctx.masked_word:
-        try:
-            word_id(ctx.loaded, typed)
-        except VizError:
-            st.info(f"The masked word '{typed}' is not one token for {ctx.model}, so it is not followed here; "
-                    "type a one-token word.")
-            return None
-    return typed or None
+    if key not in st.session_state or (previous != ctx.answer and untouched):
+        st.session_state[key] = ctx.answer or ""
+    st.session_state[for_key] = ctx.answer
+    return where.text_input(label, key=key, help=help).strip() or None
+
+
+def answer_note(ctx: WhyContext) -> str:
+    """The note " · the model's answer: **long** (the masked word: tired)" for the line with the sentence."""
+    if ctx.answer is None:
+        return ""
+    masked = (f" (the masked word: {plain(ctx.masked_word)})" if ctx.masked_word and ctx.masked_word != ctx.answer
+              else "")
+    return f" · the model's answer: **{plain(ctx.answer)}**{masked}"
 
 
 def choose_part() -> str:

@@ -1,7 +1,9 @@
 """CLI commands of the Attention Explorer: ``attention``, ``head-stats`` and ``aggregate`` (JSON on stdout).
 
-``python -m vizcore attention --text T [--pair P] [--model M]`` prints tokens, offsets and the weights as
-``[layer][head][query][key]``; ``python -m vizcore head-stats --text T [--pair P] [--model M]`` prints Clark
+``python -m vizcore attention --text T [--pair P] [--model M] [--layer L] [--head H]`` prints tokens, offsets
+and the weights as ``[layer][head][query][key]``; ``--layer`` and ``--head`` (1-based, as in the app) keep
+one layer and/or one head, and ``layers`` / ``heads`` list the ones kept, 0-based like every index in the
+JSON; ``python -m vizcore head-stats --text T [--pair P] [--model M]`` prints Clark
 et al.'s per-head statistics as ``[layer][head]`` arrays; ``python -m vizcore aggregate --text T --kind
 mean|rollout|flow`` prints head means or rollout as ``[layer][query][key]``, or attention flow as
 ``[query][key]`` (flow: at most 40 tokens; ``--query`` picks the output tokens, default 0).
@@ -68,15 +70,33 @@ def _aggregate(args: argparse.Namespace) -> dict:
             "shape": "[layer][query][key]", "values": np.round(shown, ROUND).tolist()}
 
 
+def _kept(flag: str, number: int | None, count: int, what: str) -> slice:
+    """The 0-based slice a 1-based ``--layer`` / ``--head`` keeps (all when not given)."""
+    if number is None:
+        return slice(0, count)
+    if not 1 <= number <= count:
+        raise VizError(f"{flag} must be from 1 to {count} (this model has {count} {what}s, counted from 1 as in "
+                       f"the app), not {number}.")
+    return slice(number - 1, number)
+
+
 def _attention(args: argparse.Namespace) -> dict:
     from vizcore.attention.extract import extract_attention
     from vizcore.model.loading import load_model
     from vizcore.model.run import check_text
 
-    check_text(args.text)  # fail on empty text before spending seconds on loading a model
+    check_text(args.text)  # fail on empty text or a layer 0 before spending seconds on loading a model
+    for flag, number in (("--layer", args.layer), ("--head", args.head)):
+        if number is not None and number < 1:
+            raise VizError(f"{flag} counts from 1, as in the app, not {number}.")
     loaded = load_model(args.model, device=args.device)
+    layers = _kept("--layer", args.layer, loaded.num_layers, "layer")
+    heads = _kept("--head", args.head, loaded.num_heads, "head")
     result = extract_attention(loaded, args.text, args.pair)
-    return {**result.to_dict(), "device": str(loaded.device)}
+    kept = result.attention[layers, heads]  # [layer, head, query, key]: a view, no copy of a long text's weights
+    return {**result.to_dict(include_attention=False), "layers": list(range(layers.start, layers.stop)),
+            "heads": list(range(heads.start, heads.stop)),
+            "attention": np.round(kept.astype(np.float64), ROUND).tolist(), "device": str(loaded.device)}
 
 
 def _add_input(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +109,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "attention", help="attention weights of every layer and head, as [layer][head][query][key]")
     _add_input(parser)
+    parser.add_argument("--layer", type=int, default=None,
+                        help="only this layer, counted from 1 as in the app (JSON indices stay 0-based)")
+    parser.add_argument("--head", type=int, default=None,
+                        help="only this head (of each layer kept), counted from 1 as in the app")
     parser.set_defaults(handler=_attention)
 
     parser = subparsers.add_parser(

@@ -4,6 +4,9 @@ The same search as transformers' ``model.generate(num_beams=width, do_sample=Fal
 early_stopping=..., length_penalty=...)`` (5.x), one prompt, tested token for token and score for score:
 
 * a beam's score is the sum of its tokens' log-probabilities (log-softmax of the logits, float32);
+* the tokens generation never draws (``vizcore.decoder.vocabulary``; with ``whole_words``, the word
+  continuations too) get -inf after the log-softmax, where transformers' ``suppress_tokens`` puts it in a
+  beam search: a beam's score stays the model's own log-probability of its tokens;
 * each step ranks every (beam, next token) pair by that sum and looks at the best
   ``max(2, 1 + number of stop tokens) * width`` of them;
 * a candidate that ends with a stop token (``stop_ids``), or reaches ``max_new_tokens``, is finished
@@ -27,7 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
-from vizcore.decoder.generation import MAX_NEW_TOKENS, next_token_logits, prompt_ids, stop_ids
+from vizcore.decoder.generation import check_new_tokens, next_token_logits, prompt_ids
+from vizcore.decoder.vocabulary import banned_tokens, stop_ids
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 
@@ -84,12 +88,14 @@ def check_width(width: int) -> int:
     return width
 
 
-def _candidates(loaded: LoadedModel, ids: torch.Tensor, beams: list[Beam], keep: int) -> list[tuple[float, int, int]]:
+def _candidates(loaded: LoadedModel, ids: torch.Tensor, beams: list[Beam], keep: int,
+                banned: torch.Tensor) -> list[tuple[float, int, int]]:
     """The ``keep`` best (summed log-probability, beam index, token id) over every beam's next token."""
     totals = []
     for beam in beams:
         sequence = torch.cat([ids, torch.tensor([beam.token_ids], dtype=ids.dtype, device=ids.device)], dim=1)
         log_probs = next_token_logits(loaded, sequence).float().log_softmax(-1)  # [V]
+        log_probs = log_probs.masked_fill(banned.to(log_probs.device), -torch.inf)
         totals.append(log_probs + torch.tensor(beam.score, dtype=torch.float32))
     flat = torch.stack(totals).flatten()  # [beams * V], beam-major as transformers ranks them
     values, indices = torch.topk(flat, min(keep, flat.numel()))
@@ -98,12 +104,14 @@ def _candidates(loaded: LoadedModel, ids: torch.Tensor, beams: list[Beam], keep:
 
 
 def beam_search(loaded: LoadedModel, prompt: str, width: int = 3, max_new_tokens: int = 20,
-                length_penalty: float = 1.0, early_stopping: bool = True, stop: set[int] | None = None) -> BeamSearch:
-    """Beam search after ``prompt``, every step recorded. ``stop``: the stop tokens (default ``stop_ids``)."""
+                length_penalty: float = 1.0, early_stopping: bool = True, stop: set[int] | None = None,
+                whole_words: bool = False) -> BeamSearch:
+    """Beam search after ``prompt``, every step recorded. ``stop``: the stop tokens (default ``stop_ids``);
+    ``whole_words``: no token that continues the previous word."""
     check_width(width)
-    if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
-        raise VizError(f"The number of new tokens must be between 1 and {MAX_NEW_TOKENS}, not {max_new_tokens}.")
+    check_new_tokens(max_new_tokens)
     ids = prompt_ids(loaded, prompt)
+    banned = banned_tokens(loaded).mask(whole_words)
     stop = stop_ids(loaded.tokenizer) if stop is None else set(stop)
     keep = max(2, 1 + len(stop)) * width
     limit = min(max_new_tokens, loaded.max_length - int(ids.shape[1]))
@@ -112,7 +120,7 @@ def beam_search(loaded: LoadedModel, prompt: str, width: int = 3, max_new_tokens
     hypotheses: list[Beam] = []
     steps: list[BeamStep] = []
     for length in range(1, limit + 1):
-        candidates = _candidates(loaded, ids, beams, keep)
+        candidates = _candidates(loaded, ids, beams, keep, banned)
         running, ended = [], []
         for rank, (score, parent, token) in enumerate(candidates):
             beam = Beam(beams[parent].token_ids + (token,), "", score, parent if length > 1 else -1)

@@ -1,7 +1,8 @@
 """Generate one token at a time: each step the model's next-token distribution, shaped, then a choice.
 
-``generate`` records every step: the token chosen and the distribution it was drawn from (after
-temperature / top-k / top-p, ``vizcore.decoder.sampling``), best first. With a seed, sampling is
+``generate`` records every step: the token chosen and the distribution it was drawn from (after the
+never-drawn tokens are removed, ``vizcore.decoder.vocabulary``, then temperature / top-k / top-p,
+``vizcore.decoder.sampling``), best first. With a seed, sampling is
 reproducible; temperature 0 is greedy. Each step reruns the model on the whole sequence (no key/value
 cache): prompts here are short, and every step's record comes from the same one forward core.
 """
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+from vizcore.decoder.ranges import SEED
 from vizcore.decoder.sampling import Settings, draw, shape
+from vizcore.decoder.vocabulary import banned_tokens, stop_ids
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import check_text, model_inputs
@@ -65,7 +68,7 @@ def prompt_ids(loaded: LoadedModel, prompt: str) -> torch.Tensor:
     return torch.tensor([ids])
 
 
-MAX_SEED = 2**63 - 1  # torch.Generator takes 64-bit seeds; two seeds must never give the same draws
+MAX_SEED = int(SEED.high)
 
 
 def check_seed(seed: int) -> int:
@@ -74,9 +77,10 @@ def check_seed(seed: int) -> int:
     return seed
 
 
-def stop_ids(tokenizer) -> set[int]:
-    """Tokens that end a generation: the end-of-sequence token, and [SEP] for BERT-style decoders."""
-    return {i for i in (tokenizer.eos_token_id, tokenizer.sep_token_id) if i is not None}
+def check_new_tokens(count: int) -> int:
+    if not 1 <= count <= MAX_NEW_TOKENS:
+        raise VizError(f"The number of new tokens must be between 1 and {MAX_NEW_TOKENS}, not {count}.")
+    return count
 
 
 def next_token_logits(loaded: LoadedModel, ids: torch.Tensor) -> torch.Tensor:
@@ -91,17 +95,17 @@ def next_token_logits(loaded: LoadedModel, ids: torch.Tensor) -> torch.Tensor:
 def generate(loaded: LoadedModel, prompt: str, max_new_tokens: int = 20, settings: Settings = DEFAULT_SETTINGS,
              seed: int = 0, top: int = 5) -> Generation:
     """Up to ``max_new_tokens`` tokens after ``prompt`` (stopping at the end-of-sequence token)."""
-    if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
-        raise VizError(f"The number of new tokens must be between 1 and {MAX_NEW_TOKENS}, not {max_new_tokens}.")
+    check_new_tokens(max_new_tokens)
     settings.check()
     ids = prompt_ids(loaded, prompt)
     room = loaded.max_length - ids.shape[1]
     generator = torch.Generator().manual_seed(check_seed(seed))
     stop = stop_ids(loaded.tokenizer)
+    banned = banned_tokens(loaded).mask(settings.whole_words)
     which = "plain" if settings.greedy else "shaped"
     steps = []
     for _ in range(min(max_new_tokens, room)):
-        shaped = shape(next_token_logits(loaded, ids), settings)
+        shaped = shape(next_token_logits(loaded, ids), settings, banned)
         token_id = draw(shaped, generator)
         steps.append(Step(token_id=token_id, token=loaded.tokenizer.decode([token_id]),
                           top=[(loaded.tokenizer.decode([i]), i, p) for i, p in shaped.top(top, which) if p > 0]))

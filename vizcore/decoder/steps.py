@@ -11,7 +11,9 @@ The logit lens reads each hidden state at the last position through the model's 
 ``BertLMHeadModel`` ``model.cls`` (post-norm: every state is already normalised), for GPT-2 ``ln_f`` then
 ``lm_head`` (its last hidden state is already ``ln_f``'s output). Its last row is the model's own
 logits, which the head must reproduce from the last hidden state (checked on every call, to float32
-rounding): a model whose head cannot be separated gets no lens, and a note.
+rounding): a model whose head cannot be separated gets no lens, and a note. The tokens generation never
+draws (``vizcore.decoder.vocabulary``) get probability 0 in the distribution and in every row of the
+lens, so the lens still ends exactly where the bars are.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import numpy as np
 import torch
 
 from vizcore.decoder.generation import DEFAULT_SETTINGS, prompt_ids
-from vizcore.decoder.sampling import Settings, Shaped, shape
+from vizcore.decoder.sampling import Settings, Shaped, allowed_logits, shape
+from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
 from vizcore.model.loading import LoadedModel
@@ -98,11 +101,12 @@ def step_view(loaded: LoadedModel, prompt: str, generated: Sequence[int] = (), s
     logits = getattr(output, "logits", None)
     if logits is None:
         raise VizError(f"'{loaded.name}' gives no next-token logits: load it with its causal-LM head.")
-    lens, note = logit_lens(loaded, output.hidden_states, logits[0, -1], lens_top)
+    banned = banned_tokens(loaded).mask(settings.whole_words)
+    lens, note = logit_lens(loaded, output.hidden_states, logits[0, -1], lens_top, banned)
     token_ids = ids[0].tolist()
     return StepView(
         model=loaded.name, token_ids=token_ids, tokens=loaded.tokenizer.convert_ids_to_tokens(token_ids),
-        prompt_length=prompt_length, next=shape(logits[0, -1], settings), settings=settings,
+        prompt_length=prompt_length, next=shape(logits[0, -1], settings, banned), settings=settings,
         attention=torch.stack([a[0] for a in output.attentions]).float().cpu().numpy(), lens=lens, lens_note=note)
 
 
@@ -120,8 +124,9 @@ def lens_parts(loaded: LoadedModel) -> tuple[Callable[[torch.Tensor], torch.Tens
 
 
 def logit_lens(loaded: LoadedModel, hidden_states: Sequence[torch.Tensor], logits: torch.Tensor,
-               top: int) -> tuple[Lens | None, str]:
-    """Each hidden state (L1 of (1, T, d)) at the last position through the model's head; ``logits`` [V]."""
+               top: int, banned: torch.Tensor | None = None) -> tuple[Lens | None, str]:
+    """Each hidden state (L1 of (1, T, d)) at the last position through the model's head; ``logits`` [V];
+    ``banned`` (bool [V]): tokens given probability 0 in every row, as in the next-token distribution."""
     parts = lens_parts(loaded)
     no_lens = (f"The layer-by-layer view needs the vocabulary head of {type(loaded.model).__name__} to reproduce "
                "its logits from the last hidden state; it does not here, so the view is not shown.")
@@ -137,7 +142,7 @@ def logit_lens(loaded: LoadedModel, hidden_states: Sequence[torch.Tensor], logit
         return None, no_lens
     # The last row is the model's output itself: the head on one position rounds differently (~1e-6)
     # from the head on the whole sequence, and the lens must end exactly where the bars are.
-    probs = torch.cat([lens_logits[:-1], logits.float()[None]]).softmax(-1)
+    probs = allowed_logits(torch.cat([lens_logits[:-1], logits.float()[None]]), banned).float().softmax(-1)
     values, ids = probs.topk(min(top, probs.shape[-1]), dim=-1)  # (L1, k)
     decode = loaded.tokenizer.decode
     return Lens(token_ids=ids.cpu().numpy(), tokens=[[decode([i]) for i in row] for row in ids.tolist()],

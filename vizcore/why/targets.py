@@ -3,7 +3,8 @@
 Every method of this topic asks the same question of different inputs (ablated, patched, scaled,
 interpolated): how much does the model believe word ``w`` at the mask? ``masked_input`` prepares the
 sentence once (the model's own mask token, the mask's position), ``word_id`` checks that an answer
-is one token, and ``mask_logits`` runs a batch through the model with any hooks and returns the
+is one token, ``top_answer`` is the model's own answer (what the methods explain by default), and
+``mask_logits`` runs a batch through the model with any hooks and returns the
 logits at one position per row, the masked-LM head applied there only.
 """
 
@@ -57,6 +58,18 @@ def word_id(loaded: LoadedModel, word: str, what: str = "answer") -> int:
         raise VizError(f"The {what} '{word}' is not one token for {loaded.name} (it becomes {pieces}): "
                        "choose a word the model has as a single token.")
     return int(ids[0])
+
+
+def top_answer(loaded: LoadedModel, text: str) -> str | None:
+    """The model's own answer at the first mask of ``text``: its most probable token there, as the word that
+    ``word_id`` reads back to that token; None when there is no such word (a ``##`` piece, say)."""
+    masked = masked_input(loaded, text)
+    best = int(mask_logits(loaded, masked.inputs, masked.masks[0])[0].argmax())
+    word = loaded.tokenizer.decode([best]).strip()
+    try:
+        return word if word_id(loaded, word) == best else None
+    except VizError:
+        return None
 
 
 def mask_logits(loaded: LoadedModel, inputs: dict[str, torch.Tensor], positions: Sequence[int] | int,
