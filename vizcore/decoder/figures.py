@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from vizcore.colours import ATTENTION, SEQUENTIAL
 from vizcore.decoder.beam import BeamSearch
 from vizcore.decoder.sampling import Settings
 from vizcore.decoder.steps import Candidates, Lens
 from vizcore.mlm.figures import compact_layout, final_word_curve, logit_lens_heatmap, mask_attention_heatmap, percent
 from vizcore.mlm.figures import plain as markup_safe
 from vizcore.mlm.fill_mask import LogitLens
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, axis_labels, tick_positions
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, axis_labels, colour_bar, tick_positions
 
 PLAIN_COLOUR = "#9e9e9e"  # the model's own distribution
 SHAPED_COLOUR = "#1f5fa8"  # after the controls
@@ -118,10 +119,10 @@ def causal_mask_heatmap(matrix: np.ndarray, tokens: list[str], title: str) -> go
     masked = np.triu(np.ones((count, count), dtype=bool), k=1)
     weights = np.where(masked, np.nan, matrix)
     mark = "✕" if count <= MAX_CELL_TEXT else ""
+    zmin, zmax = ATTENTION.zrange(weights)
     fig = go.Figure([
-        go.Heatmap(z=weights, x=labels, y=labels, zmin=0.0, zmax=float(np.nanmax(weights, initial=0.0)) or 1.0,
-                   colorscale="Blues", colorbar={"title": {"text": "attention weight"},
-                                                 "tickfont": {"size": TICK_FONT_SIZE}},
+        go.Heatmap(z=weights, x=labels, y=labels, zmin=zmin, zmax=zmax, colorscale=ATTENTION.colorscale,
+                   colorbar=colour_bar(ATTENTION.quantity),
                    hovertemplate="query %{y} → key %{x}<br>weight %{z:.4f}<extra></extra>"),
         go.Heatmap(z=np.where(masked, 1.0, np.nan), x=labels, y=labels, showscale=False, zmin=0, zmax=1,
                    colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]], text=np.where(masked, mark, ""),
@@ -198,9 +199,8 @@ def beam_tree(search: BeamSearch, steps: int | None = None, title: str = "Beam s
                    showlegend=False),
         go.Scatter(x=xs, y=ys, mode="markers+text", text=labels, textposition="top center",
                    textfont={"size": TICK_FONT_SIZE}, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-                   marker={"size": 16, "symbol": symbols, "color": scores, "colorscale": "Viridis",
-                           "line": {"width": 1, "color": "#424242"},
-                           "colorbar": {"title": {"text": "log-probability"}, "tickfont": {"size": TICK_FONT_SIZE}}},
+                   marker={"size": 16, "symbol": symbols, "color": scores, "colorscale": SEQUENTIAL.colorscale,
+                           "line": {"width": 1, "color": "#424242"}, "colorbar": colour_bar("log-probability")},
                    showlegend=False),
     ])
     rows = max([len(s.beams) + len(s.finished) for s in shown_steps] or [1])
