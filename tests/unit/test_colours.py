@@ -261,6 +261,11 @@ def test_text_written_on_cells_contrasts_with_each_cell(build):
         assert contrast_ratio(cell, colour) >= 4.5, (x, y, cell, colour)
 
 
+def test_the_cross_on_a_masked_cell_reads_on_its_grey():
+    masked = causal_mask_heatmap(np.tril(weights(4, 4)), TOKENS[:4], "t").data[1]
+    assert contrast_ratio(masked.textfont.color, masked.colorscale[0][1]) >= 4.5 and "✕" in masked.text[0][1]
+
+
 def test_coloured_tokens_of_an_attribution_have_readable_text():
     html = attribution_text(["a", "b", "c", "d", "e"], {"m": np.array([-1.0, -0.45, 0.0, 0.5, 1.0])})
     pairs = re.findall(r"background:(#[0-9a-f]{6});color:(#[0-9a-f]{6})", html)

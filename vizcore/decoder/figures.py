@@ -28,6 +28,7 @@ SHAPED_COLOUR = "#1f5fa8"  # after the controls
 DRAWN_COLOUR = "#e69f00"  # the token chosen (Okabe-Ito orange)
 CUT_COLOUR = "#c62828"
 MASKED_COLOUR = "#d9d9d9"
+MASKED_MARK = "#555555"  # the ✕ on a masked cell: 5.3:1 on its grey (WCAG AA for text)
 MAX_CELL_TEXT = 24  # above this many tokens, masked cells are grey without their ✕
 
 
@@ -126,7 +127,7 @@ def causal_mask_heatmap(matrix: np.ndarray, tokens: list[str], title: str) -> go
                    hovertemplate="query %{y} → key %{x}<br>weight %{z:.4f}<extra></extra>"),
         go.Heatmap(z=np.where(masked, 1.0, np.nan), x=labels, y=labels, showscale=False, zmin=0, zmax=1,
                    colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]], text=np.where(masked, mark, ""),
-                   texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE, "color": "#616161"},
+                   texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE, "color": MASKED_MARK},
                    hovertemplate="query %{y} → key %{x}<br>masked: a later token, weight exactly 0<extra></extra>"),
     ])
     fig.add_shape(type="rect", x0=-0.5, x1=count - 0.5, y0=count - 1.5, y1=count - 0.5,
