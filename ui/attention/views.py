@@ -236,7 +236,8 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
     rows = [x if x == y else f"{x}/{y}" for x, y in zip(rows_a.tokens, rows_b.tokens)]
     figure = difference_heatmap(a, b, rows, labels, f"Difference: {names[0]} minus {names[1]}")
     st.plotly_chart(figure, key="attention.difference", config=chart_config())
-    st.caption("Red: more attention in the first, blue: more in the second. Tokens that differ are shown as "
+    st.caption("Red (positive on the colour bar): more attention in the first, blue (negative): more in the "
+               "second. Tokens that differ are shown as "
                f"first/second. Largest change: {np.abs(a - b).max():.3f}.")
 
 
