@@ -24,6 +24,7 @@ from ui.inside.page import (
 )
 from ui.layer_head import layer_head
 from ui.state import attention_or_stop, model_or_stop, selection, warn_if_truncated
+from vizcore.colours import ATTENTION
 from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
 from vizcore.inside.figures import change_bars, softmax_bars, token_labels, variance_figure
 from vizcore.inside.steps import MASKED, architecture
@@ -46,7 +47,7 @@ if loaded.is_decoder:  # no recomputation for decoders, but their own causal pat
     labels = token_labels(result.tokens)
     show_matrix(weights, f"{result.model}: its own causal weights, layer {layer}, head {head}", f"{PAGE}.decoder",
                 rows=labels, cols=labels, row_title="query", col_title="key", value_name="weight",
-                diverging=False, zrange=(0.0, 1.0))
+                scale=ATTENTION)
     st.metric("Largest weight on a later key (0 = causal)", f"{weight_above_diagonal(weights):.1e}")
     url_state.write({"layer": layer, "head": head})
     st.stop()
@@ -113,8 +114,7 @@ with tabs[1]:
                "One sentence alone has no padding, so here every entry is 0; see the Masks tab for padding.")
     st.subheader("6. Row softmax: the attention weights A")
     show_matrix(steps.weights, f"A = softmax(QKᵀ/√{d_k} + mask), {hd}", f"{PAGE}.weights", rows=labels,
-                cols=labels, row_title="query", col_title="key", value_name="weight", diverging=False,
-                zrange=(0.0, 1.0))
+                cols=labels, row_title="query", col_title="key", value_name="weight", scale=ATTENTION)
     show_check("max |A − model's own weights|", steps.attention_diff)
     st.subheader("7. Head output A·V")
     show_matrix(steps.head_output, f"A·V, {hd}", f"{PAGE}.av", rows=labels)
@@ -161,7 +161,7 @@ with tabs[3]:
         short_labels = token_labels(short)
         show_matrix(padding.weights, f"The shorter sentence in the batch, layer {layer}, head {head}",
                     f"{PAGE}.padded", rows=short_labels, cols=short_labels, row_title="query", col_title="key",
-                    value_name="weight", diverging=False, zrange=(0.0, 1.0))
+                    value_name="weight", scale=ATTENTION)
         n_pad = int((padding.attention_mask[padding.short] == 0).sum())
         cols = st.columns(2)
         cols[0].metric(f"Largest weight on the {n_pad} [PAD] keys (all layers, heads)",
@@ -174,9 +174,9 @@ with tabs[3]:
     left, right = st.columns(2)
     show_matrix(steps.weights, "Bidirectional, as BERT is", f"{PAGE}.bidir",
                 rows=labels, cols=labels, row_title="query", col_title="key", value_name="weight",
-                diverging=False, zrange=(0.0, 1.0), container=left)
+                scale=ATTENTION, container=left)
     show_matrix(causal, "Causal: later keys masked", f"{PAGE}.causal", rows=labels, cols=labels,
-                row_title="query", col_title="key", value_name="weight", diverging=False, zrange=(0.0, 1.0),
+                row_title="query", col_title="key", value_name="weight", scale=ATTENTION,
                 container=right)
     left.metric("Weight on later keys (largest)", f"{weight_above_diagonal(steps.weights):.3f}")
     right.metric("Weight on later keys (largest), masked", f"{weight_above_diagonal(causal):.1e}")

@@ -12,10 +12,11 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from vizcore.colours import ATTENTION, DARK_TEXT, DIVERGING, SEQUENTIAL, Scale, colour_at, text_colour
+
 FONT_SIZE = 16  # readable on a projector
 TICK_FONT_SIZE = 14
 MAX_TICKS = 64  # beyond this, label every k-th token so the labels stay legible
-ATTENTION_SCALE = "Blues"
 SEGMENT_COLOURS = ("#1f5fa8", "#c2410c")  # segment A blue, segment B orange (tick labels and legend)
 
 
@@ -58,10 +59,43 @@ def axis_labels(tokens: list[str]) -> list[str]:
     return labels
 
 
+def segment_label(label: str, segment: int) -> str:
+    """A tick label in its segment's colour, sentence B also in italics (not told by colour alone)."""
+    text = f"<i>{label}</i>" if segment == 1 else label
+    return f"<span style='color:{SEGMENT_COLOURS[segment]}'>{text}</span>"
+
+
 def _tick_text(labels: list[str], segments: np.ndarray | None, ticks: list[int]) -> list[str]:
     if segments is None or not (np.asarray(segments) == 1).any():
         return [labels[i] for i in ticks]
-    return [f"<span style='color:{SEGMENT_COLOURS[int(segments[i])]}'>{labels[i]}</span>" for i in ticks]
+    return [segment_label(labels[i], int(segments[i])) for i in ticks]
+
+
+def colour_bar(name: str) -> dict:
+    """The legend of a continuous scale: its quantity's name over the bar."""
+    return {"title": {"text": name}, "tickfont": {"size": TICK_FONT_SIZE}}
+
+
+def cell_text(fig: go.Figure, text: Sequence[Sequence[str]], trace: int = 0, size: int = TICK_FONT_SIZE) -> go.Figure:
+    """Write ``text`` ``[row][column]`` over the heatmap ``fig.data[trace]``, each cell in black or white,
+    whichever contrasts more with that cell's colour (``colours.text_colour``: at least 4.58:1).
+
+    Plotly writes a heatmap's own text in one colour per trace, and its automatic choice (dark grey or
+    white) falls to 2.5:1 on mid-scale colours; so the text is a layer of its own that hover passes
+    through (the heatmap keeps ``text`` for its hover). Empty strings write nothing.
+    """
+    heat = fig.data[trace]
+    z = np.asarray(heat.z, dtype=np.float64)
+    xs = list(range(z.shape[1])) if heat.x is None else list(heat.x)
+    ys = list(range(z.shape[0])) if heat.y is None else list(heat.y)
+    stops, zrange = [[float(p), c] for p, c in heat.colorscale], (heat.zmin, heat.zmax)
+    cells = [(r, c, str(t)) for r, row in enumerate(text) for c, t in enumerate(row) if t not in (None, "")]
+    colours = [text_colour(colour_at(stops, z[r, c], zrange)) if np.isfinite(z[r, c]) else DARK_TEXT
+               for r, c, _ in cells]
+    return fig.add_trace(go.Scatter(
+        x=[xs[c] for _, c, _ in cells], y=[ys[r] for r, _, _ in cells], text=[t for _, _, t in cells],
+        mode="text", textfont={"size": size, "color": colours}, hoverinfo="skip", showlegend=False,
+        name="cell text"))
 
 
 def attention_heatmap(
@@ -71,26 +105,27 @@ def attention_heatmap(
     title: str = "Attention",
     query_segments: np.ndarray | None = None,
     key_segments: np.ndarray | None = None,
-    zmax: float | None = 1.0,
-    colorscale: str = "Blues",
-    zmin: float = 0.0,
-    value_name: str = "weight",
+    scale: Scale = ATTENTION,
+    value_name: str | None = None,
 ) -> go.Figure:
-    """The one heatmap of a ``[query, key]`` matrix (Home, the Explorer, differences, fine-tuning).
+    """The one heatmap of a ``[query, key]`` matrix (Home, the Explorer, Compare, exports, fine-tuning).
 
     Rows are queries (who attends), columns keys; hover shows query token, key token and the value,
     from the axis labels: no per-cell strings, so a 512 x 512 head sends its float32 matrix and
-    1,024 short labels. Tick labels are coloured by segment (A blue, B orange) when ``*_segments``
-    mark a pair. ``zmax=None`` scales the colours to the data; the colour bar is the legend.
+    1,024 short labels. Tick labels are coloured by segment (A blue, B orange italics) when
+    ``*_segments`` mark a pair. Colours and range come from ``scale`` (attention weights: fixed 0..1,
+    as in the browser's renderer); the colour bar, titled ``value_name`` (default the scale's
+    quantity), is the legend.
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     key_tokens = query_tokens if key_tokens is None else key_tokens
     rows, cols = axis_labels(query_tokens), axis_labels(key_tokens)
-    top = float(np.nanmax(matrix, initial=0.0)) if zmax is None else zmax
+    zmin, zmax = scale.zrange(matrix)
+    value_name = value_name or scale.quantity
     fig = go.Figure(go.Heatmap(
-        z=matrix, x=cols, y=rows, zmin=zmin, zmax=top or 1.0, colorscale=colorscale,
+        z=matrix, x=cols, y=rows, zmin=zmin, zmax=zmax, colorscale=scale.colorscale,
         hovertemplate=f"query %{{y}} → key %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
+        colorbar=colour_bar(value_name),
     ))
     x_ticks, y_ticks = tick_positions(len(cols)), tick_positions(len(rows))
     fig.update_xaxes(title="key (attended to)", type="category", tickmode="array",
@@ -106,8 +141,6 @@ def attention_heatmap(
 # ---- any labelled [row, column] matrix (Q, K, scores, the position table) -----------------------
 
 MAX_CELLS = 250_000
-DIVERGING = "RdBu_r"  # red positive, blue negative, white zero
-SEQUENTIAL = "Viridis"
 
 
 def thinning_step(rows: int, cols: int, max_cells: int = MAX_CELLS) -> int:
@@ -126,14 +159,15 @@ def matrix_heatmap(
     row_title: str = "row",
     col_title: str = "column",
     value_name: str = "value",
-    diverging: bool = True,
+    scale: Scale = DIVERGING,
     zrange: tuple[float, float] | None = None,
     max_cells: int = MAX_CELLS,
 ) -> go.Figure:
     """A labelled heatmap of a ``[row, column]`` matrix; hover shows row, column and the exact value.
 
-    ``diverging`` centres a red/blue scale on zero (for signed numbers such as Q, K, scores);
-    otherwise a sequential scale from the minimum. Rows and columns are positions, labels are ticks.
+    ``scale`` gives colours and range (default: red/blue centred on zero, for signed numbers such as Q,
+    K, scores; ``ATTENTION`` for weights); ``zrange`` overrides the range. Rows and columns are
+    positions, labels are ticks.
     """
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim == 1:
@@ -146,12 +180,12 @@ def matrix_heatmap(
     shown = matrix[np.ix_(r_idx, c_idx)]
     hover = np.array([[f"{row_title} {row_labels[r]}<br>{col_title} {col_labels[c]}" for c in c_idx]
                       for r in r_idx], dtype=object)
-    zmin, zmax = _range(shown, diverging, zrange)
+    zmin, zmax = zrange or scale.zrange(shown)
     heatmap = go.Heatmap(
         z=shown.astype(np.float32), x=c_idx, y=r_idx, customdata=hover, zmin=zmin, zmax=zmax,
-        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        colorscale=scale.colorscale,
         hovertemplate=f"%{{customdata}}<br>{value_name} %{{z:.5g}}<extra></extra>",
-        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
+        colorbar=colour_bar(value_name),
     )
     fig = go.Figure(heatmap)
     x_ticks = [int(c_idx[i]) for i in tick_positions(len(c_idx), 20)]
@@ -171,31 +205,14 @@ def _ordinal(n: int) -> str:
     return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
-def _range(values: np.ndarray, diverging: bool, zrange: tuple[float, float] | None) -> tuple[float, float]:
-    if zrange is not None:
-        return zrange
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return -1.0, 1.0
-    if diverging:
-        bound = float(np.abs(finite).max()) or 1.0
-        return -bound, bound
-    low, high = float(finite.min()), float(finite.max())
-    return low, high if high > low else low + 1.0
-
-
 # ---- the one [layer, head] map (statistics, importance, change, accuracy, roles) ---------------
-
-CHANGE_SCALE = "Oranges"  # how far something moved: unchanged is white
-
 
 def layer_head_heatmap(
     values: np.ndarray,
     title: str,
     value_name: str,
-    diverging: bool = False,
+    scale: Scale = SEQUENTIAL,
     zrange: tuple[float, float] | None = None,
-    colorscale: str | list | None = None,
     marked: Sequence[tuple[int, int]] = (),
     text: np.ndarray | None = None,
     hover: np.ndarray | None = None,
@@ -205,25 +222,24 @@ def layer_head_heatmap(
     """A ``[layer, head]`` array as a layers x heads map: layer 1 at the top, head 1 at the left, 1-based
     tick labels on axes of 0-based positions (a shape at ``(head, layer)`` frames a cell).
 
-    ``diverging`` centres a red/blue scale on zero; otherwise a sequential scale from the minimum
-    (``zrange`` overrides either, ``colorscale`` the colours). ``text`` ``[layer][head]`` is written in the
-    cells, ``marked`` heads carry an ✕. Hover: layer, head and the value, or ``hover`` ``[layer][head]``.
+    ``scale`` gives colours and range (``zrange`` overrides the range). ``text`` ``[layer][head]`` is
+    written in the cells (``cell_text``: black or white by the cell's colour); ``marked`` heads carry an
+    ✕. Hover: layer, head and the value, or ``hover``.
     """
     values = np.asarray(values, dtype=np.float64)
     layers, heads = values.shape
-    zmin, zmax = _range(values, diverging, zrange)
+    zmin, zmax = zrange or scale.zrange(values)
     cells = np.full(values.shape, "", dtype=object) if text is None else np.array(text, dtype=object)
     for layer, head in marked:
         cells[layer, head] = "✕"
     names = np.array([[f"layer {l + 1}, head {h + 1}" for h in range(heads)] for l in range(layers)], dtype=object)
     fig = go.Figure(go.Heatmap(
         z=values, x=list(range(heads)), y=list(range(layers)), zmin=zmin, zmax=zmax,
-        colorscale=colorscale or (DIVERGING if diverging else SEQUENTIAL), xgap=2, ygap=2,
-        text=cells, texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
+        colorscale=scale.colorscale, xgap=2, ygap=2, text=cells,
         customdata=names if hover is None else hover,
         hovertemplate=("%{customdata}" if hover is not None else
                        f"%{{customdata}}<br>{value_name} %{{z:{value_format}}}") + "<extra></extra>",
-        colorbar={"title": {"text": value_name}, "tickfont": {"size": TICK_FONT_SIZE}},
+        colorbar=colour_bar(value_name),
     ))
     fig.update_xaxes(title="head", side="top", tickmode="array", tickvals=list(range(heads)),
                      ticktext=[str(h + 1) for h in range(heads)], tickfont={"size": TICK_FONT_SIZE})
@@ -231,4 +247,4 @@ def layer_head_heatmap(
                      ticktext=[str(l + 1) for l in range(layers)], tickfont={"size": TICK_FONT_SIZE})
     base_layout(fig, title, int(np.clip(46 * layers + 200, 320, 800)))
     fig.update_layout(margin={"t": 120})
-    return fig
+    return cell_text(fig, cells) if any(cells.ravel()) else fig

@@ -64,7 +64,7 @@ def test_grid_click_opens_that_head(app_url, page):
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
     left = 36  # "L6" labels
-    pitch = (box["width"] - 120 - left) / 12
+    pitch = (box["width"] - 170 - left) / 12  # the legend is 170 px
     page.mouse.click(box["x"] + left + 4.5 * pitch, box["y"] + 32 + 3.5 * pitch)  # layer 4, head 5
     assert drawn(page) == ("heatmap", "4", "5")
     page.wait_for_function("location.search.includes('view=heatmap')", timeout=60_000)

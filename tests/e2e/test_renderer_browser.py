@@ -12,6 +12,7 @@ from tests.support.synthetic import EVIL, synthetic_run
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions, apply_view
 from vizcore.attention.payload import FULL_MAX_TOKENS, attention_payload, decode_layer, dequantise, quantise
 from vizcore.attention.renderer import attention_view_html
+from vizcore.colours import ATTENTION
 
 VIEW = "#attention-view"
 
@@ -78,9 +79,9 @@ def test_hover_shows_query_key_and_weight_with_markup_as_text(opened):
     canvas = page.locator(f"{VIEW} canvas").first
     box = canvas.bounding_box()
     # The cell of query 4 (the markup token) and key 5 ("cat"): 40 px cells at this size, labels left and
-    # above, the 120 px legend right and 8 px below.
+    # above, the 170 px legend right and 8 px below.
     n = len(run.tokens)
-    left_edge = box["x"] + box["width"] - 120 - n * 40
+    left_edge = box["x"] + box["width"] - 170 - n * 40
     top_edge = box["y"] + box["height"] - 8 - n * 40
     page.mouse.move(left_edge + 5 * 40 + 20, top_edge + 4 * 40 + 20)
     tip = page.locator(".ib-tip")
@@ -89,13 +90,36 @@ def test_hover_shows_query_key_and_weight_with_markup_as_text(opened):
     assert page.locator("img").count() == 0 and page.dialogs == []
 
 
+JS_PIXELS = """([n, cells]) => {
+    const canvas = document.querySelector("#attention-view canvas");
+    const width = parseFloat(canvas.style.width), height = parseFloat(canvas.style.height);
+    const ratio = canvas.width / width, ctx = canvas.getContext("2d");
+    return cells.map(([q, k]) => Array.from(ctx.getImageData(Math.floor((width - 170 - n * 40 + k * 40 + 20) * ratio),
+        Math.floor((height - 8 - n * 40 + q * 40 + 20) * ratio), 1, 1).data.slice(0, 3)));
+}"""
+
+
+def test_each_cell_is_drawn_in_the_python_scales_colour(opened):
+    """The canvas paints a weight in ``colours.ATTENTION``'s colour for it on 0..1, as the plotly figures and
+    their PNG/SVG exports do: the Explorer on screen looks like its exports and like Compare."""
+    run = synthetic_run(layers=1, heads=1)
+    page = opened(run)
+    n = len(run.tokens)
+    cells = [(q, k) for q in range(0, n, 3) for k in range(n)]
+    drawn = page.evaluate(JS_PIXELS, [n, cells])
+    for (q, k), rgb in zip(cells, drawn):
+        weight = float(dequantise(quantise(run.attention[0, 0, q, k])))
+        expected = ATTENTION.colour_at(weight, (0.0, 1.0))
+        assert max(abs(a - int(expected[i:i + 2], 16)) for a, i in zip(rgb, (1, 3, 5))) <= 1, (q, k, rgb, expected)
+
+
 def test_grid_click_opens_that_head_and_the_head_view_focuses_a_token(opened):
     page = opened(synthetic_run(layers=3, heads=4), view="grid")
     page.get_by_role("button", name="All heads").wait_for()
     assert page.get_attribute(VIEW, "data-view") == "grid"
     canvas = page.locator(f"{VIEW} canvas").first
     box = canvas.bounding_box()
-    pitch = (box["width"] - 120 - 36) / 4  # row labels "L3" are about 36 px
+    pitch = (box["width"] - 170 - 36) / 4  # row labels "L3" are about 36 px
     page.mouse.click(box["x"] + 36 + 2.5 * pitch, box["y"] + 32 + 1.5 * pitch)  # layer 2, head 3
     assert page.get_attribute(VIEW, "data-view") == "heatmap" and shown(page) == ("2", "3")
     page.get_by_role("button", name="Head view").click()

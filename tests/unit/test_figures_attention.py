@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from vizcore.attention.figures import downsample, head_grid, special_mass_chart, statistic_heatmap
+from vizcore.colours import DIVERGING
 from vizcore.corpus.figures import role_map
 from vizcore.finetune.figures import head_change_heatmap
 from vizcore.plot import attention_heatmap, axis_labels, layer_head_heatmap
@@ -30,7 +31,7 @@ def test_axis_labels_are_unique_and_escape_markup():
 
 def test_heatmap_carries_the_matrix_and_hover_names_query_key_weight():
     m = np.array([[0.7, 0.3], [0.1, 0.9]])
-    fig = attention_heatmap(m, ["a", "b"], ["a", "b"], "t", zmax=1.0)
+    fig = attention_heatmap(m, ["a", "b"], ["a", "b"], "t")
     trace = fig.data[0]
     np.testing.assert_allclose(np.asarray(trace.z), m, atol=1e-7)
     assert "query" in trace.hovertemplate and "key" in trace.hovertemplate and "weight" in trace.hovertemplate
@@ -61,7 +62,7 @@ def test_special_mass_chart_plots_the_mean_over_heads_per_layer():
 
 def test_a_layer_head_map_labels_heads_one_based_and_carries_every_value():
     values = np.array([[0.5, -0.2, 0.1], [0.0, 0.3, -0.4]])
-    fig = layer_head_heatmap(values, "t", "score", diverging=True, marked=[(1, 2)])
+    fig = layer_head_heatmap(values, "t", "score", scale=DIVERGING, marked=[(1, 2)])
     trace = fig.data[0]
     np.testing.assert_array_equal(np.asarray(trace.z), values)
     assert (trace.zmin, trace.zmax) == (-0.5, 0.5) and trace.colorbar.title.text == "score"

@@ -313,9 +313,9 @@ def test_coloured_text_escapes_tokens_and_puts_each_value_in_its_hover():
     html = attribution_text(["[CLS]", "<b>bold</b>", "cat", "[SEP]"], {"IG & co": np.array([0.0, 0.5, -0.25, 0.0])})
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
     assert 'title="&lt;b&gt;bold&lt;/b&gt; · IG &amp; co: +0.5"' in html and "· IG &amp; co: -0.25" in html
-    colours = re.findall(r"background:(rgb\([^)]*\))", html)
-    assert colours[0] == "rgb(247, 247, 247)"  # 0 is white (the middle of RdBu)
-    assert colours[1] == "rgb(103, 0, 31)" and colours[2] != colours[1]  # +max is the red end
+    colours = re.findall(r"background:(#[0-9a-f]{6})", html)
+    assert colours[0] == "#f7f7f7"  # 0 is white (the middle of RdBu)
+    assert colours[1] == "#67001f" and colours[2] != colours[1]  # +max is the red end
     assert "linear-gradient" in html and "raises f" in html and "±0.5" in html
 
 

@@ -70,12 +70,12 @@ def heatmap_view(result: Run, layer: int, head: int, options: ViewOptions, key: 
     source = result.attention[layer - 1, head - 1] if matrix is None else matrix
     shown, rows, cols = shown_matrix(source, result, options)
     title = title or f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens"
-    figure = attention_heatmap(shown, rows.tokens, cols.tokens, title, rows.segments, cols.segments, zmax=None)
+    figure = attention_heatmap(shown, rows.tokens, cols.tokens, title, rows.segments, cols.segments)
     st.plotly_chart(figure, key=key, config=chart_config())
     caption = ("Rows are query tokens (who attends), columns key tokens (attended to); hover a cell for "
                "the exact weight. Use the camera icon for a PNG.")
     if (result.segment_ids == 1).any():
-        caption += " Labels: sentence A in blue, sentence B in orange."
+        caption += " Labels: sentence A in blue, sentence B in orange italics."
     st.caption(" ".join(part for part in (caption, options_caption(options)) if part))
 
 
@@ -93,7 +93,7 @@ def renderer_view(result: Run, view: str, layer: int, head: int, options: ViewOp
                "weight. Click the view, then ←/→ change the head and ↑/↓ the layer at once. Weights are sent "
                "to the browser in 8 bits (±0.004); the Export view has the exact numbers and images.")
     if (result.segment_ids == 1).any():
-        caption += " Labels: sentence A in blue, sentence B in orange."
+        caption += " Labels: sentence A in blue, sentence B in orange italics."
     st.caption(" ".join(part for part in (caption, options_caption(options)) if part))
 
 
@@ -191,7 +191,7 @@ def lines_view(result: Run, layer: int, head: int, options: ViewOptions) -> None
     st.caption(f"Layer {layer}, head {head}: queries on the left, keys on the right; a line's opacity is its "
                f"weight (lines under {LINE_THRESHOLD} are left out until you hover). Hover or tap a token to "
                "see only its lines; click the view, then ←/→ change the head and ↑/↓ the layer at once."
-               + (" Sentence A in blue, B in orange." if (result.segment_ids == 1).any() else "")
+               + (" Sentence A in blue, B in orange italics." if (result.segment_ids == 1).any() else "")
                + " " + options_caption(options))
 
 
@@ -224,7 +224,7 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
             l, h = min(layer, result.num_layers), min(head, result.num_heads)
             matrix, rows, cols = shown_matrix(result.attention[l - 1, h - 1], result, options)
             figure = attention_heatmap(matrix, rows.tokens, cols.tokens, f"{name} · layer {l}, head {h}",
-                                       rows.segments, cols.segments, zmax=1.0)
+                                       rows.segments, cols.segments)
             st.plotly_chart(figure, key=f"attention.compare{index}", config=chart_config())
             shown.append((matrix, rows, cols))
     (a, rows_a, cols_a), (b, rows_b, cols_b) = shown
@@ -236,7 +236,8 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
     rows = [x if x == y else f"{x}/{y}" for x, y in zip(rows_a.tokens, rows_b.tokens)]
     figure = difference_heatmap(a, b, rows, labels, f"Difference: {names[0]} minus {names[1]}")
     st.plotly_chart(figure, key="attention.difference", config=chart_config())
-    st.caption("Red: more attention in the first, blue: more in the second. Tokens that differ are shown as "
+    st.caption("Red (positive on the colour bar): more attention in the first, blue (negative): more in the "
+               "second. Tokens that differ are shown as "
                f"first/second. Largest change: {np.abs(a - b).max():.3f}.")
 
 

@@ -118,7 +118,7 @@ def show(loaded: LoadedModel) -> dict:
                "into pieces, e.g. river + ##bank, is averaged); *embeddings* is the input layer (token + position "
                "+ segment embeddings, before any attention); the first whole-word occurrence in each sentence is "
                "used. Raw cosines of BERT vectors are high for any two tokens, so read the gap between the green "
-               "and orange lines, not their level.")
+               "(solid, same sense) and orange (dotted, different senses) lines, not their level.")
     params["at"] = heatmap(result)
     st.dataframe(pieces_table(result), hide_index=True, key="embeddings.ctx.table")
     return params

@@ -12,6 +12,7 @@ import streamlit as st
 from ui import layer_head, state, url_state
 from ui.feedback import CHART
 from ui.state import get_model
+from vizcore.colours import DIVERGING, Scale
 from vizcore.inside.demos import (
     PaddingDemo,
     PermutationDemo,
@@ -66,11 +67,10 @@ def get_permutation(name: str, device: str, text: str, pair: str | None, seed: i
 
 def show_matrix(matrix: np.ndarray, title: str, key: str, rows: list[str] | None = None,
                 cols: list[str] | None = None, row_title: str = "token", col_title: str = "dimension",
-                value_name: str = "value", diverging: bool = True, zrange: tuple[float, float] | None = None,
-                container=st) -> None:
-    """A labelled heatmap with its shape in the title (``matrix_heatmap``), drawn in ``container``."""
+                value_name: str = "value", scale: Scale = DIVERGING, container=st) -> None:
+    """A labelled heatmap with its shape in the title (``matrix_heatmap``) on ``scale``, drawn in ``container``."""
     figure = matrix_heatmap(matrix, title, row_labels=rows, col_labels=cols, row_title=row_title,
-                            col_title=col_title, value_name=value_name, diverging=diverging, zrange=zrange)
+                            col_title=col_title, value_name=value_name, scale=scale)
     container.plotly_chart(figure, key=key, config=CHART)
 
 

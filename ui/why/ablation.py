@@ -14,11 +14,12 @@ from ui.feedback import CHART, or_none, or_stop
 from ui.state import get_model
 from ui.why import page as why
 from ui.why.page import WhyContext
+from vizcore.colours import CHANGE
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import finetuned_model
 from vizcore.mlm.figures import percent
 from vizcore.model.loading import LoadedModel
-from vizcore.plot import CHANGE_SCALE, attention_heatmap
+from vizcore.plot import attention_heatmap
 from vizcore.why.ablation import (
     MODES,
     AblationResult,
@@ -176,7 +177,7 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
     change = result.attention_change()
     st.plotly_chart(layer_head_heatmap(change, "How far each head's attention moved (✕ = switched off)",
                                        "moved (JS, bits)", marked=heads, zrange=(0.0, max(0.05, float(change.max()))),
-                                       colorscale=CHANGE_SCALE), key="why.ablation.moved", config=CHART)
+                                       scale=CHANGE), key="why.ablation.moved", config=CHART)
     st.caption("Moved = the Jensen-Shannon divergence between a head's attention rows with every head and with "
                "the chosen heads off, averaged over tokens (as the Fine-tuning lab measures what training "
                "changed): 0 = unchanged, 1 bit = looks somewhere else entirely. "

@@ -13,6 +13,7 @@ from ui import url_state
 from ui.feedback import CHART, or_stop
 from ui.state import get_model
 from ui.why.page import WhyContext
+from vizcore.colours import DIVERGING
 from vizcore.why.examples import PATCH_PAIRS, PatchPair
 from vizcore.why.figures import layer_head_heatmap, patching_heatmap
 from vizcore.why.patching import PatchingResult, patch_sweep
@@ -69,7 +70,7 @@ def show(ctx: WhyContext) -> dict:
                "nothing changed, negative = further away. The last layer at the mask is exactly 1 (it is what the "
                "masked-LM head reads) and 0 elsewhere; the embeddings recover only where the sentences differ.")
     st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: one head's output, at every "
-                                       "position, patched from the clean run", "recovered", diverging=True,
+                                       "position, patched from the clean run", "recovered", scale=DIVERGING,
                                        zrange=_symmetric(result.head_recovered)),
                     key="why.patching.heads", config=CHART)
     st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),

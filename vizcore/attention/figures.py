@@ -10,17 +10,19 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from vizcore.colours import ATTENTION_BLOCKS, DIVERGING, SEQUENTIAL
 from vizcore.plot import (
     FONT_SIZE,
+    SEGMENT_COLOURS,
     TICK_FONT_SIZE,
     attention_heatmap,
     axis_labels,
     base_layout,
+    colour_bar,
     layer_head_heatmap,
 )
 
 GRID_CELLS = 24  # per head in the grid: enough to see a pattern, small enough for 12 x 12 heads at n = 512
-DIFFERENCE_SCALE = "RdBu_r"
 
 
 def downsample(matrix: np.ndarray, cells: int = GRID_CELLS) -> np.ndarray:
@@ -65,8 +67,9 @@ def head_grid(attention: np.ndarray, title: str, selected: tuple[int, int] | Non
         layer, head = selected
         fig.add_shape(type="rect", x0=head * pitch - 1, x1=head * pitch + size, y0=layer * pitch - 1,
                       y1=layer * pitch + size, line={"color": "#d62728", "width": 3})
-    fig.update_layout(coloraxis={"colorscale": "Blues", "cmin": 0,
-                                 "colorbar": {"title": {"text": "mean weight"}, "tickfont": {"size": TICK_FONT_SIZE}}},
+    cmin, cmax = ATTENTION_BLOCKS.zrange(small)
+    fig.update_layout(coloraxis={"colorscale": ATTENTION_BLOCKS.colorscale, "cmin": cmin, "cmax": cmax,
+                                 "colorbar": colour_bar(ATTENTION_BLOCKS.quantity)},
                       clickmode="event+select", dragmode=False)
     fig.update_xaxes(tickmode="array", tickvals=[h * pitch + size / 2 for h in range(heads)],
                      ticktext=[f"H{h + 1}" for h in range(heads)], side="top", showgrid=False, zeroline=False,
@@ -79,16 +82,19 @@ def head_grid(attention: np.ndarray, title: str, selected: tuple[int, int] | Non
 
 
 def special_mass_chart(cls_mass: np.ndarray, sep_mass: np.ndarray, title: str) -> go.Figure:
-    """Per layer: mean (over heads) attention mass on [CLS] and on [SEP], with each head as a dot."""
+    """Per layer: mean (over heads) attention mass on [CLS] and on [SEP], with each head as a dot. [CLS] is
+    a solid blue line with circles, [SEP] a dashed orange one with diamonds: told apart without colour."""
     layers = np.arange(1, cls_mass.shape[0] + 1)
     fig = go.Figure()
-    for name, mass, colour in (("[CLS]", cls_mass, "#1f5fa8"), ("[SEP]", sep_mass, "#c2410c")):
+    for name, mass, colour, dash, symbol in (("[CLS]", cls_mass, SEGMENT_COLOURS[0], "solid", "circle"),
+                                             ("[SEP]", sep_mass, SEGMENT_COLOURS[1], "dash", "diamond")):
         fig.add_trace(go.Scatter(x=layers, y=mass.mean(1), mode="lines+markers", name=f"{name}: mean over heads",
-                                 line={"color": colour, "width": 3},
+                                 line={"color": colour, "width": 3, "dash": dash}, marker={"symbol": symbol},
                                  hovertemplate=f"layer %{{x}}<br>mean mass on {name}: %{{y:.3f}}<extra></extra>"))
         heads = np.tile(np.arange(1, mass.shape[1] + 1), mass.shape[0])
         fig.add_trace(go.Scatter(x=np.repeat(layers, mass.shape[1]), y=mass.ravel(), mode="markers",
-                                 name=f"{name}: one head", marker={"color": colour, "opacity": 0.35, "size": 8},
+                                 name=f"{name}: one head",
+                                 marker={"color": colour, "opacity": 0.35, "size": 8, "symbol": symbol},
                                  customdata=heads,
                                  hovertemplate=f"layer %{{x}}, head %{{customdata}}<br>mass on {name}: "
                                                "%{y:.3f}<extra></extra>"))
@@ -102,16 +108,16 @@ def special_mass_chart(cls_mass: np.ndarray, sep_mass: np.ndarray, title: str) -
 
 def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list[str], key_tokens: list[str],
                        title: str) -> go.Figure:
-    """``first - second`` on a diverging scale centred on 0 (red: more in the first, blue: less)."""
+    """``first - second`` on the diverging scale centred on 0, ± the largest change (red: more in the first,
+    blue: less)."""
     difference = np.asarray(first, dtype=np.float32) - np.asarray(second, dtype=np.float32)
-    bound = float(np.abs(difference).max(initial=0.0)) or 1.0
-    return attention_heatmap(difference, query_tokens, key_tokens, title, zmin=-bound, zmax=bound,
-                        colorscale=DIFFERENCE_SCALE, value_name="difference")
+    return attention_heatmap(difference, query_tokens, key_tokens, title, scale=DIVERGING,
+                             value_name="difference")
 
 
 def statistic_heatmap(values: np.ndarray, name: str, title: str) -> go.Figure:
     """A ``[layer, head]`` statistic as a layers x heads heatmap (1-based labels)."""
-    return layer_head_heatmap(values, title, name, value_format=".3f")
+    return layer_head_heatmap(values, title, name, scale=SEQUENTIAL, value_format=".3f")
 
 
 def flow_bars(values: np.ndarray, key_tokens: list[str], title: str, value_name: str) -> go.Figure:

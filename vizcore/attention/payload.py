@@ -14,6 +14,9 @@ linear 8-bit code would round it to 0 and empty a diffuse row), while the error 
   a trained model's (1.5-1.8 MB for all-MiniLM-L6-v2 on prose), base64 adds a third.
 * ``grid`` holds every head of every layer as at most ``GRID_CELLS`` x ``GRID_CELLS`` block means
   (the layers x heads overview), quantised against their largest value.
+* ``scales`` carries the colour scales from ``vizcore.colours`` (``weight``: ``ATTENTION``, fixed 0..1;
+  ``grid``: ``ATTENTION_BLOCKS``, 0 to the grid's largest block mean): the renderer has no colours of its
+  own, so it draws exactly what the plotly figures and their exports draw.
 * Tokens are display text (``plot.display_tokens``); ``wordOf`` gives each token's word (the groups
   of ``aggregate.word_groups``) and ``wordLabels`` each word's text, so the renderer applies the pair
   filter, hides [CLS]/[SEP] and merges word pieces exactly as ``aggregate.apply_view`` does.
@@ -33,6 +36,7 @@ import numpy as np
 
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions, word_groups, word_label
 from vizcore.attention.figures import GRID_CELLS, downsample
+from vizcore.colours import ATTENTION, ATTENTION_BLOCKS
 from vizcore.errors import VizError
 from vizcore.model.record import Run
 from vizcore.plot import display_tokens
@@ -118,6 +122,7 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
         raise VizError(f"Unknown pair filter '{options.pair_filter}': choose one of {', '.join(PAIR_FILTERS)}.")
     layers = loaded_layers(result, layer) if layers is None else sorted(set(layers))
     word_of, word_labels = _words(result)
+    grid = grid or grid_codes(result.attention)
     payload = {
         "version": 2,
         "title": title or result.model,
@@ -132,7 +137,8 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
         "levels": LEVELS,
         "encoding": "sqrt8-deflate",
         "layers": {str(l): encode(l) if encode else encode_layer(result.attention[l]) for l in layers},
-        "grid": grid or grid_codes(result.attention),
+        "grid": grid,
+        "scales": {"weight": ATTENTION.to_payload(), "grid": ATTENTION_BLOCKS.to_payload((0.0, grid["max"]))},
         "truncated": bool(result.truncated),
         "fullMaxTokens": FULL_MAX_TOKENS,
         "canFetch": True,

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from vizcore.attention.head_stats import LABELS
 from vizcore.corpus.roles import ROLES
-from vizcore.plot import FONT_SIZE, base_layout, layer_head_heatmap
+from vizcore.plot import FONT_SIZE, base_layout, cell_text, layer_head_heatmap
 
 ROLE_COLOURS = {"syntactic": "#1a7f37", "positional": "#1f5fa8", "special-token": "#c2410c", "broad": "#8e44ad",
                 "mixed": "#c8c8c8"}
@@ -31,7 +31,7 @@ def cell_label(name: str) -> str:
 
 def role_map(roles: pd.DataFrame, title: str = "What each head does over the corpus") -> go.Figure:
     """A layers x heads grid, one colour per role (``roles.ROLES``) and its name in the cell (a syntactic head's
-    relation, cut to ``CELL_CHARS``), the role's reason in the hover."""
+    relation, cut to ``CELL_CHARS``, or the role's first letters), the role's reason in the hover."""
     layers, heads = int(roles["layer"].max()) + 1, int(roles["head"].max()) + 1
     code = {role: i for i, role in enumerate(ROLES)}
     z = np.full((layers, heads), np.nan)
@@ -46,9 +46,9 @@ def role_map(roles: pd.DataFrame, title: str = "What each head does over the cor
     scale = []
     for i, role in enumerate(ROLES):  # a stepped scale: each role one flat band of colour
         scale += [[i / n, ROLE_COLOURS[role]], [(i + 1) / n, ROLE_COLOURS[role]]]
-    fig = layer_head_heatmap(z, title, "role", zrange=(-0.5, n - 0.5), colorscale=scale, text=text, hover=hover)
-    fig.update_traces(textfont={"size": CELL_FONT})
-    return fig.update_traces(colorbar={"tickvals": list(range(n)), "ticktext": list(ROLES)})
+    fig = layer_head_heatmap(z, title, "role", zrange=(-0.5, n - 0.5), hover=hover)
+    fig.update_traces(colorscale=scale, colorbar={"tickvals": list(range(n)), "ticktext": list(ROLES)})
+    return cell_text(fig, text, size=CELL_FONT)
 
 
 def relation_bars(best: pd.DataFrame, direction: str) -> go.Figure:

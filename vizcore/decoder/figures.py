@@ -14,19 +14,21 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from vizcore.colours import ATTENTION, SEQUENTIAL
 from vizcore.decoder.beam import BeamSearch
 from vizcore.decoder.sampling import Settings
 from vizcore.decoder.steps import Candidates, Lens
 from vizcore.mlm.figures import compact_layout, final_word_curve, logit_lens_heatmap, mask_attention_heatmap, percent
 from vizcore.mlm.figures import plain as markup_safe
 from vizcore.mlm.fill_mask import LogitLens
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, axis_labels, tick_positions
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, axis_labels, colour_bar, tick_positions
 
 PLAIN_COLOUR = "#9e9e9e"  # the model's own distribution
 SHAPED_COLOUR = "#1f5fa8"  # after the controls
 DRAWN_COLOUR = "#e69f00"  # the token chosen (Okabe-Ito orange)
 CUT_COLOUR = "#c62828"
 MASKED_COLOUR = "#d9d9d9"
+MASKED_MARK = "#555555"  # the ✕ on a masked cell: 5.3:1 on its grey (WCAG AA for text)
 MAX_CELL_TEXT = 24  # above this many tokens, masked cells are grey without their ✕
 
 
@@ -118,14 +120,14 @@ def causal_mask_heatmap(matrix: np.ndarray, tokens: list[str], title: str) -> go
     masked = np.triu(np.ones((count, count), dtype=bool), k=1)
     weights = np.where(masked, np.nan, matrix)
     mark = "✕" if count <= MAX_CELL_TEXT else ""
+    zmin, zmax = ATTENTION.zrange(weights)
     fig = go.Figure([
-        go.Heatmap(z=weights, x=labels, y=labels, zmin=0.0, zmax=float(np.nanmax(weights, initial=0.0)) or 1.0,
-                   colorscale="Blues", colorbar={"title": {"text": "attention weight"},
-                                                 "tickfont": {"size": TICK_FONT_SIZE}},
+        go.Heatmap(z=weights, x=labels, y=labels, zmin=zmin, zmax=zmax, colorscale=ATTENTION.colorscale,
+                   colorbar=colour_bar(ATTENTION.quantity),
                    hovertemplate="query %{y} → key %{x}<br>weight %{z:.4f}<extra></extra>"),
         go.Heatmap(z=np.where(masked, 1.0, np.nan), x=labels, y=labels, showscale=False, zmin=0, zmax=1,
                    colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]], text=np.where(masked, mark, ""),
-                   texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE, "color": "#616161"},
+                   texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE, "color": MASKED_MARK},
                    hovertemplate="query %{y} → key %{x}<br>masked: a later token, weight exactly 0<extra></extra>"),
     ])
     fig.add_shape(type="rect", x0=-0.5, x1=count - 0.5, y0=count - 1.5, y1=count - 0.5,
@@ -198,9 +200,8 @@ def beam_tree(search: BeamSearch, steps: int | None = None, title: str = "Beam s
                    showlegend=False),
         go.Scatter(x=xs, y=ys, mode="markers+text", text=labels, textposition="top center",
                    textfont={"size": TICK_FONT_SIZE}, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-                   marker={"size": 16, "symbol": symbols, "color": scores, "colorscale": "Viridis",
-                           "line": {"width": 1, "color": "#424242"},
-                           "colorbar": {"title": {"text": "log-probability"}, "tickfont": {"size": TICK_FONT_SIZE}}},
+                   marker={"size": 16, "symbol": symbols, "color": scores, "colorscale": SEQUENTIAL.colorscale,
+                           "line": {"width": 1, "color": "#424242"}, "colorbar": colour_bar("log-probability")},
                    showlegend=False),
     ])
     rows = max([len(s.beams) + len(s.finished) for s in shown_steps] or [1])

@@ -13,16 +13,17 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from vizcore.colours import SEQUENTIAL
 from vizcore.embeddings.contexts import WordInContexts, state_label
 from vizcore.embeddings.projection import METHODS, Projection, TokenPoints
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, cell_text, colour_bar
 
-SIMILARITY_SCALE = "Viridis"
 MAX_CELL_TEXT = 16  # up to this many rows, each cell shows its value
 # D3's ten (grey left out: it means "other") first, well apart on a projector; then Dark24 for more.
 CATEGORY_COLOURS = tuple(c for c in qualitative.D3 if c != "#7F7F7F") + tuple(qualitative.Dark24)
 OTHER_COLOUR = "#c8c8c8"
 PAIR_COLOURS = {True: "#1a7f37", False: "#c2410c", None: "#4a5568"}  # same sense, different senses, unlabelled
+PAIR_DASHES = {True: "solid", False: "dot", None: "solid"}  # same and different senses told apart without colour
 MAX_CATEGORIES = 24  # sentences with a colour each (a legend longer than this is not read)
 QUERY_KEY_COLOURS = {"query": "#1a9850", "key": "#d6336c"}
 SENSE_SYMBOLS = ("circle", "diamond", "square", "cross")
@@ -59,10 +60,11 @@ def cosine_heatmap(matrix: np.ndarray, labels: Sequence[str], title: str, hover:
     zmin, zmax = zrange or (min(low, 0.9), 1.0)
     cells = np.array([[f"{hover[r]}<br>↔ {hover[c]}" for c in range(n)] for r in range(n)], dtype=object)
     fig = go.Figure(go.Heatmap(
-        z=matrix, x=list(range(n)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=SIMILARITY_SCALE,
+        z=matrix, x=list(range(n)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL.colorscale,
         customdata=cells, hovertemplate="%{customdata}<br>cosine %{z:.4f}<extra></extra>",
-        texttemplate="%{z:.2f}" if n <= MAX_CELL_TEXT else None, textfont={"size": TICK_FONT_SIZE},
-        colorbar={"title": {"text": "cosine"}, "tickfont": {"size": TICK_FONT_SIZE}}))
+        colorbar=colour_bar("cosine")))
+    if n <= MAX_CELL_TEXT:
+        cell_text(fig, [[f"{v:.2f}" for v in row] for row in matrix])
     fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=[html.escape(str(t)) for t in labels],
                      side="top", tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(tickmode="array", tickvals=list(range(n)), autorange="reversed", scaleanchor="x",
@@ -81,8 +83,8 @@ def _pair_group(result: WordInContexts, i: int, j: int) -> str:
 
 def context_lines(result: WordInContexts) -> go.Figure:
     """The cosine of the word's vectors in every two sentences, one line per pair across the hidden states
-    (x: embeddings, layer 1 .. L), green for pairs of the same sense, orange for different senses, and
-    the two groups' means as thick lines."""
+    (x: embeddings, layer 1 .. L), green solid for pairs of the same sense, orange dotted for different
+    senses, and the two groups' means as thick lines."""
     cos = result.cosines()
     x = [state_label(i) for i in range(result.num_states)]
     fig, shown = go.Figure(), set()
@@ -93,14 +95,15 @@ def context_lines(result: WordInContexts) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=x, y=cos[:, i, j], mode="lines+markers", name=name, legendgroup=group,
             showlegend=same is None or group not in shown, opacity=0.45 if same is not None else 0.9,
-            line={"width": 2, "color": PAIR_COLOURS[same] if same is not None else None},
+            line={"width": 2, "color": PAIR_COLOURS[same] if same is not None else None, "dash": PAIR_DASHES[same]},
             hovertemplate=(f"{i + 1}. {short(a.sentence, 60)} [{short(a.sense)}]<br>{j + 1}. {short(b.sentence, 60)} "
                            f"[{short(b.sense)}]<br>%{{x}}: cosine %{{y:.4f}}<extra></extra>")))
         shown.add(group)
     for group, mean in result.sense_means().items():
         same = group == "same sense"
         fig.add_trace(go.Scatter(x=x, y=mean, mode="lines+markers", name=f"mean, {group}",
-                                 line={"width": 6, "color": PAIR_COLOURS[same]}, marker={"size": 11},
+                                 line={"width": 6, "color": PAIR_COLOURS[same], "dash": PAIR_DASHES[same]},
+                                 marker={"size": 11},
                                  hovertemplate=f"mean, {group}<br>%{{x}}: cosine %{{y:.4f}}<extra></extra>"))
     fig.update_xaxes(title="hidden state (embeddings = before any attention)", tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(title=f"cosine of '{short(result.word, 30)}' in two sentences", tickfont={"size": TICK_FONT_SIZE})
@@ -217,8 +220,8 @@ def projection_scatter(projection: Projection, hover: Sequence[str], colouring: 
     if colouring.values is not None:
         rows = np.arange(len(coords))
         fig.add_trace(_trace(coords, rows, hovertext=hover, showlegend=False, marker={
-            "size": size, "color": colouring.values, "colorscale": "Viridis", "symbol": symbols, "opacity": 0.85,
-            "colorbar": {"title": {"text": colouring.title}, "tickfont": {"size": TICK_FONT_SIZE}}}))
+            "size": size, "color": colouring.values, "colorscale": SEQUENTIAL.colorscale, "symbol": symbols,
+            "opacity": 0.85, "colorbar": colour_bar(colouring.title)}))
     else:
         labels = np.asarray(colouring.labels, dtype=object)
         groups = list(colouring.colours or {}) or sorted({g for g in labels if g},

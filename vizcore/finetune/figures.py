@@ -12,13 +12,15 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from vizcore.colours import ATTENTION, CHANGE, SEQUENTIAL
 from vizcore.finetune.training import History
 from vizcore.plot import (
-    CHANGE_SCALE,
     FONT_SIZE,
     SEGMENT_COLOURS,
     TICK_FONT_SIZE,
     base_layout,
+    cell_text,
+    colour_bar,
     display_tokens,
     layer_head_heatmap,
 )
@@ -66,24 +68,24 @@ def training_curves(history: History, total_steps: int) -> alt.VConcatChart:
 def head_change_heatmap(values: np.ndarray, metric_label: str, title: str) -> go.Figure:
     """[layer, head] change as a heatmap, layer 1 at the top, hover with layer, head and value."""
     top = max(float(np.max(values, initial=0.0)), 1e-3)  # all zeros (head-only training) stays pale, not mid-scale
-    return layer_head_heatmap(values, title, metric_label, zrange=(0.0, top), colorscale=CHANGE_SCALE)
+    return layer_head_heatmap(values, title, metric_label, scale=CHANGE, zrange=(0.0, top))
 
 
 def confusion_heatmap(confusion: np.ndarray, label_names: tuple[str, ...] | list[str]) -> go.Figure:
-    """Counts with true labels as rows and predictions as columns; each cell shows its count."""
+    """Counts with true labels as rows and predictions as columns; each cell shows its count (``cell_text``)."""
     confusion = np.asarray(confusion)
     names = list(label_names)
     fig = go.Figure(go.Heatmap(
-        z=confusion, x=names, y=names, colorscale="Blues", zmin=0, text=confusion, texttemplate="%{text}",
-        textfont={"size": FONT_SIZE + 4},
+        z=confusion, x=names, y=names, colorscale=SEQUENTIAL.colorscale, zmin=0,  # counts: 0 to the largest
+        zmax=max(float(confusion.max(initial=0)), 1.0),
         hovertemplate="true %{y}, predicted %{x}: %{z} examples<extra></extra>",
-        colorbar={"title": {"text": "examples"}, "tickfont": {"size": TICK_FONT_SIZE}},
+        colorbar=colour_bar("examples"),
     ))
     fig.update_xaxes(title="predicted label", type="category", tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(title="true label", type="category", autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
     base_layout(fig, "Confusion matrix (held-out set)", height=160 + 70 * len(names))
     fig.update_layout(margin={"t": 60})
-    return fig
+    return cell_text(fig, confusion.astype(str), size=FONT_SIZE + 4)
 
 
 def pca_scatter(before: np.ndarray, after: np.ndarray, labels: np.ndarray, label_names: tuple[str, ...],
@@ -126,16 +128,15 @@ def segment_strip(tokens: list[str], segments: list[int], per_row: int = 8) -> g
         hover[i // per_row, i % per_row] = f"position {i}: {token}<br>segment id {segment}"
     scale = [[0, SEGMENT_COLOURS[0]], [0.5, SEGMENT_COLOURS[0]], [0.5, SEGMENT_COLOURS[1]], [1, SEGMENT_COLOURS[1]]]
     fig = go.Figure(go.Heatmap(
-        z=z, text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE, "color": "white"},
-        customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale, zmin=0, zmax=1,
-        xgap=4, ygap=4, colorbar={"title": {"text": "segment id"}, "tickvals": [0.25, 0.75],
+        z=z, text=text, customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale, zmin=0,
+        zmax=1, xgap=4, ygap=4, colorbar={"title": {"text": "segment id"}, "tickvals": [0.25, 0.75],
                                   "ticktext": ["0: sentence A", "1: sentence B"], "tickfont": {"size": TICK_FONT_SIZE}},
     ))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, autorange="reversed")
     base_layout(fig, "[CLS] A [SEP] B [SEP], with the segment id under each token", height=90 + 62 * rows)
     fig.update_layout(margin={"t": 50, "b": 10}, plot_bgcolor="white")
-    return fig
+    return cell_text(fig, text, size=FONT_SIZE)
 
 
 def tiny_curves_table(steps: list[dict]) -> pd.DataFrame:
@@ -170,9 +171,9 @@ def tiny_attention_grid(maps: np.ndarray, digits: np.ndarray, step: int) -> go.F
     for layer in range(layers):
         for head in range(heads):
             fig.add_trace(go.Heatmap(
-                z=maps[layer, head], x=labels, y=labels, colorscale="Blues", zmin=0, zmax=1,
-                showscale=layer == 0 and head == 0,
-                colorbar={"title": {"text": "weight"}, "tickfont": {"size": TICK_FONT_SIZE}},
+                z=maps[layer, head], x=labels, y=labels, colorscale=ATTENTION.colorscale, zmin=ATTENTION.fixed[0],
+                zmax=ATTENTION.fixed[1], showscale=layer == 0 and head == 0,
+                colorbar=colour_bar(ATTENTION.quantity),
                 hovertemplate="query %{y} → key %{x}<br>weight %{z:.3f}<extra></extra>",
             ), row=layer + 1, col=head + 1)
     fig.update_xaxes(type="category", tickfont={"size": TICK_FONT_SIZE}, tickangle=0)

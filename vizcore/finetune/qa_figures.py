@@ -24,6 +24,7 @@ from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, display_tokens
 
 VISIBLE_TOKENS = 40  # bars and their token labels readable on a projector in the page's width
 COLOURS = {"other": "#9ca3af", "predicted": "#1f5fa8", "gold": "#15803d", "both": "#c2410c"}
+PATTERNS = {"other": "", "predicted": "/", "gold": "\\", "both": "x"}  # told apart without colour too
 ROLE_NAMES = {"predicted": "predicted answer", "gold": "gold answer", "both": "predicted and gold",
               "other": "rest of the passage"}
 PREDICTED_STYLE = "background:#bfdbfe;border-radius:3px;padding:1px 0"
@@ -54,7 +55,7 @@ def visible_range(reading: QAReading, visible: int = VISIBLE_TOKENS) -> tuple[fl
 
 
 def span_probability_bars(reading: QAReading, title: str | None = None) -> go.Figure:
-    """Two rows of bars sharing the token axis: p(start) above, p(end) below, coloured by span role."""
+    """Two rows of bars sharing the token axis: p(start) above, p(end) below, coloured and hatched by span role."""
     table = probability_table(reading)
     top = min(1.0, max(0.05, 1.1 * float(max(reading.start_probs.max(), reading.end_probs.max()))))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
@@ -63,7 +64,8 @@ def span_probability_bars(reading: QAReading, title: str | None = None) -> go.Fi
         for role, rows in table.groupby("role", sort=False):
             fig.add_trace(go.Bar(
                 x=rows["position"], y=rows[column], name=ROLE_NAMES[role], legendgroup=role, showlegend=row == 1,
-                marker_color=COLOURS[role], customdata=rows[["token"]].map(html.escape).to_numpy(),
+                marker={"color": COLOURS[role], "pattern": {"shape": PATTERNS[role]}},
+                customdata=rows[["token"]].map(html.escape).to_numpy(),
                 hovertemplate=f"%{{customdata[0]}} (token %{{x}})<br>p({column}) %{{y:.3f}}<extra></extra>",
             ), row=row, col=1)
         fig.update_yaxes(title=f"p({column})", range=[0, top], row=row, col=1, tickfont={"size": TICK_FONT_SIZE})

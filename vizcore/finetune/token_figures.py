@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from vizcore.colours import PROBABILITY
 from vizcore.finetune.entities import MICRO, EntityScore
 from vizcore.finetune.tokens import IGNORE
 from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, matrix_heatmap
@@ -102,4 +103,4 @@ def tag_probability_heatmap(words: Sequence[str], probabilities: np.ndarray, tag
     """The model's probability of every tag (columns) for every word (rows), read at its first piece."""
     return matrix_heatmap(np.asarray(probabilities), "Tag probabilities per word", row_labels=list(words),
                           col_labels=list(tag_names), row_title="word", col_title="tag", value_name="probability",
-                          diverging=False, zrange=(0.0, 1.0))
+                          scale=PROBABILITY)

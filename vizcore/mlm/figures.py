@@ -11,15 +11,23 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from vizcore.colours import ATTENTION, PROBABILITY
 from vizcore.mlm.fill_mask import LogitLens, Prediction
 from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates
 from vizcore.mlm.nsp import NextSentence
-from vizcore.plot import FONT_SIZE, SEGMENT_COLOURS, TICK_FONT_SIZE, base_layout, display_tokens, tick_positions
+from vizcore.plot import (
+    FONT_SIZE,
+    SEGMENT_COLOURS,
+    TICK_FONT_SIZE,
+    base_layout,
+    cell_text,
+    colour_bar,
+    display_tokens,
+    tick_positions,
+)
 
 BAR_COLOUR = "#1f77b4"
-PROBABILITY_SCALE = "Viridis"
-ATTENTION_SCALE = "Blues"
 SPECIAL = -1  # kind code used only for drawing special tokens
 KIND_STYLE = {  # code -> (legend name, colour); colour-blind-safe (Okabe-Ito)
     SPECIAL: ("special token (never selected)", "#d9d9d9"),
@@ -108,16 +116,16 @@ def logit_lens_heatmap(lens: LogitLens, mask: int, title: str) -> go.Figure:
     ranks = list(range(1, probs.shape[1] + 1))
     fig = go.Figure(go.Heatmap(
         z=probs, x=ranks, y=list(range(lens.num_rows)), text=cells,
-        texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
         customdata=np.array([[f"{labels[r]}, rank {i}: {plain(words[r][i - 1])}" for i in ranks]
                              for r in range(lens.num_rows)], dtype=object),
         hovertemplate="%{customdata}<br>probability %{z:.4f}<extra></extra>",
-        colorscale=PROBABILITY_SCALE, zmin=0.0, zmax=1.0,
-        colorbar={"title": {"text": "probability"}, "tickformat": ".0%", "tickfont": {"size": TICK_FONT_SIZE}},
+        colorscale=PROBABILITY.colorscale, zmin=PROBABILITY.fixed[0], zmax=PROBABILITY.fixed[1],
+        colorbar=colour_bar(PROBABILITY.quantity) | {"tickformat": ".0%"},
     ))
     fig.update_xaxes(title="rank", tickvals=ranks, side="top", tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(tickmode="array", tickvals=list(range(lens.num_rows)), ticktext=labels, autorange="reversed",
                      tickfont={"size": TICK_FONT_SIZE})
+    cell_text(fig, cells)
     return compact_layout(fig, title, height=int(np.clip(58 * lens.num_rows + 140, 320, 1000)), top=110)
 
 
@@ -141,16 +149,17 @@ def final_word_curve(lens: LogitLens, mask: int, word: str, title: str) -> go.Fi
 
 def mask_attention_heatmap(matrix: np.ndarray, row_labels: list[str], tokens: list[str], title: str,
                            row_title: str) -> go.Figure:
-    """``matrix`` [row, key]: how the masked position spreads its attention (rows = heads or layers)."""
+    """``matrix`` [row, key]: how the masked position spreads its attention (rows = heads or layers), on the
+    attention scale (fixed 0..1, as every attention heatmap)."""
     matrix = np.asarray(matrix, dtype=np.float32)
+    zmin, zmax = ATTENTION.zrange(matrix)
     keys = [plain(k) for k in display_tokens(tokens)]
     hover = np.array([[f"{row_labels[r]} → {k}: {keys[k]}" for k in range(len(keys))]
                       for r in range(len(row_labels))], dtype=object)
     fig = go.Figure(go.Heatmap(
         z=matrix, x=list(range(len(keys))), y=list(range(len(row_labels))), customdata=hover,
-        hovertemplate="%{customdata}<br>weight %{z:.4f}<extra></extra>", colorscale=ATTENTION_SCALE,
-        zmin=0.0, zmax=float(matrix.max(initial=0.0)) or 1.0,
-        colorbar={"title": {"text": "weight"}, "tickfont": {"size": TICK_FONT_SIZE}},
+        hovertemplate="%{customdata}<br>weight %{z:.4f}<extra></extra>", colorscale=ATTENTION.colorscale,
+        zmin=zmin, zmax=zmax, colorbar=colour_bar(ATTENTION.quantity),
     ))
     ticks = tick_positions(len(keys))
     fig.update_xaxes(title="key (attended to)", tickmode="array", tickvals=ticks, ticktext=[keys[i] for i in ticks],
@@ -168,7 +177,8 @@ def masking_table(draw: MaskingDraw) -> pd.DataFrame:
 
 
 def masking_strip(draw: MaskingDraw, title: str) -> go.Figure:
-    """Tokens in reading order, TOKENS_PER_ROW to a row, coloured by what the rule did to each."""
+    """Tokens in reading order, TOKENS_PER_ROW to a row, coloured by what the rule did to each and labelled
+    with it (→ [MASK], → a random token, (kept)), with a legend."""
     codes = np.where(draw.special, SPECIAL, draw.kinds).astype(int)
     count = len(codes)
     rows = -(-count // TOKENS_PER_ROW)
@@ -180,13 +190,15 @@ def masking_strip(draw: MaskingDraw, title: str) -> go.Figure:
         r, c = divmod(i, TOKENS_PER_ROW)
         z[r, c] = order.index(int(code))
         token, shown = plain(token), plain(shown)
-        text[r, c] = token if shown == token else f"{token}<br>→ {shown}"
+        # the cell names what happened, not its colour alone: kept tokens look like unselected ones otherwise
+        text[r, c] = (f"{token}<br>→ {shown}" if shown != token else
+                      f"{token}<br>(kept)" if code == UNCHANGED else token)
         hover[r, c] = f"{i}: {token} → model sees {shown}<br>{name}"
     colours = [KIND_STYLE[code][1] for code in order]
     scale = [[i / (len(order) - 1), colour] for i, colour in enumerate(colours)]
-    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont={"size": FONT_SIZE},
-                               customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale,
-                               zmin=0, zmax=len(order) - 1, showscale=False, xgap=3, ygap=3))
+    fig = go.Figure(go.Heatmap(z=z, text=text, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+                               colorscale=scale, zmin=0, zmax=len(order) - 1, showscale=False, xgap=3, ygap=3))
+    cell_text(fig, text, size=FONT_SIZE)
     for code in order:  # a legend entry per kind (the heatmap itself has none)
         name, colour = KIND_STYLE[code]
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
@@ -228,6 +240,7 @@ def rates_bars(rates: MaskingRates, title: str) -> go.Figure:
 
 PART_STYLE = {"A": ("sentence A", SEGMENT_COLOURS[0]), "B": ("sentence B", SEGMENT_COLOURS[1]),
               "special": ("[CLS] / [SEP]", "#8c8c8c")}  # part -> (name, colour); A and B as in every view
+PART_PATTERNS = {"A": "", "B": "/", "special": "."}  # bars told apart without colour too (legend beside)
 IS_NEXT_COLOUR, NOT_NEXT_COLOUR = "#009e73", "#d55e00"  # Okabe-Ito green / vermilion
 
 
@@ -281,14 +294,15 @@ def cls_share_heatmaps(result: NextSentence, title: str) -> go.Figure:
                          row=1, col=column)
     fig.update_yaxes(title="layer", autorange="reversed", dtick=1, tickfont={"size": TICK_FONT_SIZE}, col=1)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(coloraxis={"colorscale": ATTENTION_SCALE, "cmin": 0, "cmax": 1, "colorbar": {
-        "title": {"text": "share of [CLS]'s<br>attention"}, "tickformat": ".0%", "tickfont": {"size": TICK_FONT_SIZE}}})
+    cmin, cmax = ATTENTION.zrange()
+    fig.update_layout(coloraxis={"colorscale": ATTENTION.colorscale, "cmin": cmin, "cmax": cmax,
+                                 "colorbar": colour_bar("share of [CLS]'s<br>attention") | {"tickformat": ".0%"}})
     fig.update_annotations(font={"size": FONT_SIZE})
     return compact_layout(fig, title, height=int(np.clip(34 * layers + 200, 340, 800)), top=100)
 
 
 def cls_attention_bars(result: NextSentence, layer: int, head: int, title: str) -> go.Figure:
-    """One head's [CLS] row (0-based ``layer``, ``head``): a bar per token, coloured by its part."""
+    """One head's [CLS] row (0-based ``layer``, ``head``): a bar per token, coloured and patterned by its part."""
     weights = result.cls_attention[layer, head].numpy()
     labels = [plain(t) for t in display_tokens(result.tokens)]
     parts = result.parts
@@ -296,7 +310,7 @@ def cls_attention_bars(result: NextSentence, layer: int, head: int, title: str) 
     for part, (name, colour) in PART_STYLE.items():
         where = [i for i, p in enumerate(parts) if p == part]
         fig.add_trace(go.Bar(
-            x=where, y=weights[where], name=name, marker_color=colour,
+            x=where, y=weights[where], name=name, marker={"color": colour, "pattern": {"shape": PART_PATTERNS[part]}},
             customdata=[labels[i] for i in where],
             hovertemplate="%{x}: %{customdata}<br>weight %{y:.4f}<extra>" + name + "</extra>"))
     ticks = tick_positions(len(labels))

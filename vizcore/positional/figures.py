@@ -8,7 +8,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from vizcore.plot import FONT_SIZE, SEQUENTIAL, TICK_FONT_SIZE, base_layout
+from vizcore.colours import SEQUENTIAL
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, base_layout, colour_bar
 
 
 def waves_figure(table: np.ndarray, dimensions: Sequence[int], title: str = "Chosen dimensions as waves") -> go.Figure:
@@ -38,8 +39,8 @@ def position_scatter(coordinates: np.ndarray, explained: np.ndarray, title: str,
     fig = go.Figure(go.Scatter(
         x=coordinates[:, 0], y=y, mode="markers+lines", text=labels,
         line={"color": "rgba(120,120,120,0.35)", "width": 1},
-        marker={"size": 8, "color": np.arange(first, first + n), "colorscale": SEQUENTIAL, "showscale": True,
-                "colorbar": {"title": {"text": "position"}, "tickfont": {"size": TICK_FONT_SIZE}}},
+        marker={"size": 8, "color": np.arange(first, first + n), "colorscale": SEQUENTIAL.colorscale, "showscale": True,
+                "colorbar": colour_bar("position")},
         hovertemplate="position %{text}<br>PC1 %{x:.4f}<br>PC2 %{y:.4f}<extra></extra>"))
     share = [f"{100 * e:.1f} %" for e in explained] + ["0 %"]
     fig.update_xaxes(title=f"PC1 ({share[0]} of variance)", tickfont={"size": TICK_FONT_SIZE})

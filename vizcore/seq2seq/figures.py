@@ -21,6 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from vizcore.colours import PROBABILITY
 from vizcore.decoder.figures import DRAWN_COLOUR, causal_mask_heatmap, probability_ticks, shown
 from vizcore.errors import VizError
 from vizcore.mlm.figures import compact_layout, percent
@@ -129,9 +130,9 @@ def alignment_accuracy_heatmap(accuracy: np.ndarray, title: str = "Alignment acc
     if accuracy.ndim != 2:
         raise VizError(f"The alignment accuracy has shape {accuracy.shape}; expected [layer, head].")
     text = np.array([["–" if np.isnan(v) else f"{v:.0%}" for v in row] for row in accuracy], dtype=object)
-    fig = layer_head_heatmap(accuracy, title, "alignment accuracy", zrange=(0.0, 1.0), text=text, value_format=".1%",
+    fig = layer_head_heatmap(accuracy, title, "alignment accuracy", scale=PROBABILITY, text=text, value_format=".1%",
                              layer_title="decoder layer")
-    fig.update_traces(colorbar_tickformat=".0%")
+    fig.update_traces(colorbar_tickformat=".0%", selector={"type": "heatmap"})
     if not np.isnan(accuracy).all():
         best_layer, best_head = np.unravel_index(np.nanargmax(accuracy), accuracy.shape)
         fig.add_shape(type="rect", x0=best_head - 0.5, x1=best_head + 0.5, y0=best_layer - 0.5, y1=best_layer + 0.5,

@@ -4,8 +4,10 @@
 //
 // payload (built by vizcore/attention/payload.py; layers and heads 0-based): {title, numLayers, numHeads,
 // n, tokens, special, segments, wordOf, wordLabels, levels, layers: {"l": base64 of deflated (zlib) uint8
-// [head][query][key]}, grid: {cells, max, data: base64 uint8 [layer][head][c][c]}, initial: {layer, head, view},
-// options: {pairFilter, hideSpecial, mergeWords}, controls: {views, filters, layerHead}, inputId}.
+// [head][query][key]}, grid: {cells, max, data: base64 uint8 [layer][head][c][c]}, scales: {weight, grid},
+// initial: {layer, head, view}, options: {pairFilter, hideSpecial, mergeWords}, controls: {views, filters,
+// layerHead}, inputId}. A scale is vizcore/colours.py's Scale.to_payload(): {quantity, stops: [[fraction,
+// "#rrggbb"], ...], power, range: [low, high]}; the renderer has no colour scale of its own.
 // host: {onSelect({layer, head, view}), onRequestLayer(layer)}, both optional.
 //
 // Contract for tests and scripts: the element carries data-layer and data-head (1-based) once it has drawn
@@ -15,26 +17,42 @@
   "use strict";
   const FONT = 18; // px: every label readable on a projector
   const FONT_FAMILY = "Helvetica, Arial, sans-serif";
-  const SEGMENT_COLOURS = ["#1f5fa8", "#c2410c"]; // sentence A blue, B orange (told apart with colour-blindness)
-  // ColorBrewer YlGnBu, a sequential scale that stays ordered for every kind of colour-blindness.
-  const STOPS = ["#ffffd9", "#edf8b1", "#c7e9b4", "#7fcdbb", "#41b6c4", "#1d91c0", "#225ea8", "#253494", "#081d58"];
-  const LINE_COLOUR = "#225ea8";
+  // Sentence A blue, B orange and in italics: told apart with colour-blindness, and without colour.
+  const SEGMENT_COLOURS = ["#1f5fa8", "#c2410c"];
   const LINE_THRESHOLD = 0.01;
-  const LEGEND_WIDTH = 120;
+  const LEGEND_WIDTH = 170;
   const VIEW_NAMES = {heatmap: "Heatmap", grid: "All heads", lines: "Head view"};
   const PAIR_FILTERS = ["all", "A->B", "B->A", "A->A", "B->B"];
 
-  const LUT = (function () {
-    const rgb = STOPS.map(function (hex) {
-      return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
-    });
+  function hexRgb(hex) {
+    return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
+  }
+
+  // A scale's 256 colours: entry i is the colour at range fraction (i / 255)^(1 / power), interpolated in RGB
+  // between the stops as plotly does, so colourIndex's round(255 f^power) finds any value's colour.
+  function colourTable(scale) {
+    const stops = scale.stops.map(function (stop) { return [stop[0], hexRgb(stop[1])]; });
     const table = new Uint8ClampedArray(256 * 3);
     for (let i = 0; i < 256; i++) {
-      const x = i / 255 * (rgb.length - 1), k = Math.min(Math.floor(x), rgb.length - 2), t = x - k;
-      for (let c = 0; c < 3; c++) table[i * 3 + c] = Math.round(rgb[k][c] * (1 - t) + rgb[k + 1][c] * t);
+      const f = Math.pow(i / 255, 1 / scale.power);
+      let k = 0;
+      while (k < stops.length - 2 && f > stops[k + 1][0]) k++;
+      const a = stops[k], b = stops[k + 1], span = b[0] - a[0];
+      const t = span > 0 ? Math.min(1, Math.max(0, (f - a[0]) / span)) : 0;
+      for (let c = 0; c < 3; c++) table[i * 3 + c] = Math.round(a[1][c] * (1 - t) + b[1][c] * t);
     }
     return table;
-  })();
+  }
+
+  function colourIndex(scale, value) {
+    const low = scale.range[0], high = scale.range[1];
+    const f = high > low ? Math.min(1, Math.max(0, (value - low) / (high - low))) : 0;
+    return Math.round(255 * Math.pow(f, scale.power));
+  }
+
+  function segmentFont(segment, pair) {
+    return (pair && segment === 1 ? "italic " : "") + FONT + "px " + FONT_FAMILY;
+  }
 
   function decodeBase64(text) {
     const raw = atob(text);
@@ -132,7 +150,6 @@
     const rows = axis(p, kept[0], options.mergeWords), cols = axis(p, kept[1], options.mergeWords);
     const n = p.n, base = head * n * n, C = cols.length, weight = weights(p.levels);
     const values = new Float32Array(rows.length * C);
-    let max = 0;
     rows.forEach(function (row, r) {
       const sums = new Float64Array(C);
       row.positions.forEach(function (q) {
@@ -147,13 +164,9 @@
           for (let i = 0; i < col.positions.length; i++) sums[c] += weight[codes[offset + col.positions[i]]] * factor;
         });
       });
-      for (let c = 0; c < C; c++) {
-        const v = sums[c] / row.positions.length;
-        values[r * C + c] = v;
-        if (v > max) max = v;
-      }
+      for (let c = 0; c < C; c++) values[r * C + c] = sums[c] / row.positions.length;
     });
-    return {rows: rows, cols: cols, values: values, max: max};
+    return {rows: rows, cols: cols, values: values};
   }
 
   function element(tag, className, parent) {
@@ -166,7 +179,7 @@
   const CSS = [
     ".ib-attention{position:relative;font-family:" + FONT_FAMILY + ";font-size:" + FONT + "px;color:#111;",
     "background:#fff;outline:none;padding:4px}",
-    ".ib-attention:focus-visible{box-shadow:0 0 0 3px #41b6c4}",
+    ".ib-attention:focus-visible{box-shadow:0 0 0 3px #1f5fa8}",  // 6.4:1 on white: a focus ring needs 3:1
     ".ib-bar{display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center;margin-bottom:6px}",
     ".ib-bar button,.ib-bar select{font-size:" + FONT + "px;padding:6px 12px;min-height:44px;border:1px solid #888;",
     "border-radius:6px;background:#f4f4f4;color:#111;cursor:pointer}",  // 44 px: a target for a finger or a lectern mouse
@@ -366,27 +379,29 @@
       return {canvas: canvas, ctx: ctx};
     }
 
-    function image(values, rows, cols, max) {
+    function image(values, rows, cols, scale) {
       const off = document.createElement("canvas");
       off.width = cols;
       off.height = rows;
       const octx = off.getContext("2d");
       const data = octx.createImageData(cols, rows);
-      const k = max > 0 ? 255 / max : 0;
+      const table = colourTable(scale);
       for (let i = 0; i < rows * cols; i++) {
-        const c = Math.min(255, Math.round(values[i] * k)) * 3;
-        data.data[i * 4] = LUT[c];
-        data.data[i * 4 + 1] = LUT[c + 1];
-        data.data[i * 4 + 2] = LUT[c + 2];
+        const c = colourIndex(scale, values[i]) * 3;
+        data.data[i * 4] = table[c];
+        data.data[i * 4 + 1] = table[c + 1];
+        data.data[i * 4 + 2] = table[c + 2];
         data.data[i * 4 + 3] = 255;
       }
       octx.putImageData(data, 0, 0);
       return off;
     }
 
-    function legend(ctx, x, y, height, max, name) {
+    // The colour bar as plotly draws it: values evenly along the bar, the gradient's stops where the scale puts
+    // them (a power under 1 compresses it at the bottom), the quantity's name above.
+    function legend(ctx, x, y, height, scale) {
       const gradient = ctx.createLinearGradient(0, y + height, 0, y);
-      STOPS.forEach(function (colour, i) { gradient.addColorStop(i / (STOPS.length - 1), colour); });
+      scale.stops.forEach(function (stop) { gradient.addColorStop(stop[0], stop[1]); });
       ctx.fillStyle = gradient;
       ctx.fillRect(x, y, 20, height);
       ctx.strokeStyle = "#555";
@@ -394,9 +409,12 @@
       ctx.fillStyle = "#111";
       ctx.textAlign = "left";
       ctx.textBaseline = "middle";
-      [0, 0.5, 1].forEach(function (t) { ctx.fillText((max * t).toFixed(2), x + 26, y + height * (1 - t)); });
+      const low = scale.range[0], high = scale.range[1], digits = high - low < 0.1 ? 3 : 2;
+      [0, 0.25, 0.5, 0.75, 1].forEach(function (t) {
+        ctx.fillText((low + (high - low) * t).toFixed(digits), x + 26, y + height * (1 - t));
+      });
       ctx.textBaseline = "bottom";
-      ctx.fillText(name, x, y - 16);
+      ctx.fillText(scale.quantity, x, y - 16, LEGEND_WIDTH - 12);
     }
 
     function labelStep(cell) { return Math.max(1, Math.ceil((FONT + 2) / cell)); }
@@ -432,13 +450,14 @@
       const width = left + C * cell + LEGEND_WIDTH, height = top + R * cell + 8;
       const drawn = canvasFor(width, height), ctx = drawn.ctx;
       ctx.imageSmoothingEnabled = false;
-      ctx.drawImage(image(m.values, R, C, m.max), left, top, C * cell, R * cell);
+      ctx.drawImage(image(m.values, R, C, state.p.scales.weight), left, top, C * cell, R * cell);
       const pair = isPair(state.p);
       ctx.textBaseline = "middle";
       ctx.textAlign = "right";
       const rowStep = labelStep(cell), colStep = labelStep(cell);
       for (let r = 0; r < R; r += rowStep) {
         ctx.fillStyle = pair ? SEGMENT_COLOURS[m.rows[r].segment] : "#111";
+        ctx.font = segmentFont(m.rows[r].segment, pair);
         ctx.fillText(rowLabels[r], left - 6, top + r * cell + cell / 2, left - 10);
       }
       ctx.textAlign = "left";
@@ -447,10 +466,12 @@
         ctx.translate(left + c * cell + cell / 2, top - 6);
         ctx.rotate(-Math.PI / 2);
         ctx.fillStyle = pair ? SEGMENT_COLOURS[m.cols[c].segment] : "#111";
+        ctx.font = segmentFont(m.cols[c].segment, pair);
         ctx.fillText(colLabels[c], 0, 0, top - 10);
         ctx.restore();
       }
-      legend(ctx, left + C * cell + 16, top + 24, Math.max(80, Math.min(R * cell - 24, 320)), m.max, "weight");
+      ctx.font = FONT + "px " + FONT_FAMILY;
+      legend(ctx, left + C * cell + 16, top + 24, Math.max(80, Math.min(R * cell - 24, 320)), state.p.scales.weight);
       drawn.canvas.setAttribute("role", "img");
       drawn.canvas.setAttribute("aria-label", "heatmap of " + R + " query by " + C + " key tokens: " +
         rowLabels.slice(0, 64).join(" ") + (R > 64 ? " \u2026" : ""));
@@ -481,12 +502,12 @@
       const pitch = thumb + gap, width = left + H * pitch + LEGEND_WIDTH, height = top + L * pitch + 8;
       const drawn = canvasFor(width, height), ctx = drawn.ctx;
       ctx.imageSmoothingEnabled = false;
-      const values = new Float32Array(c * c);
+      const values = new Float32Array(c * c), scale = p.scales.grid;
       for (let l = 0; l < L; l++) {
         for (let h = 0; h < H; h++) {
           const offset = (l * H + h) * c * c;
-          for (let i = 0; i < c * c; i++) values[i] = codes[offset + i];
-          ctx.drawImage(image(values, c, c, 255), left + h * pitch, top + l * pitch, thumb, thumb);
+          for (let i = 0; i < c * c; i++) values[i] = codes[offset + i] / 255 * p.grid.max;  // codes: share of max
+          ctx.drawImage(image(values, c, c, scale), left + h * pitch, top + l * pitch, thumb, thumb);
         }
       }
       ctx.fillStyle = "#111";
@@ -504,8 +525,7 @@
       ctx.strokeStyle = "#000";
       ctx.lineWidth = 4;
       ctx.strokeRect(left + state.head * pitch - 3, top + state.layer * pitch - 3, thumb + 6, thumb + 6);
-      legend(ctx, left + H * pitch + 12, top + 24, Math.max(80, Math.min(L * pitch - 40, 320)), p.grid.max,
-             "mean");
+      legend(ctx, left + H * pitch + 12, top + 24, Math.max(80, Math.min(L * pitch - 40, 320)), scale);
       drawn.canvas.style.cursor = "pointer";
       function hit(event) {
         const box = drawn.canvas.getBoundingClientRect();
@@ -552,6 +572,7 @@
           span.style.width = width + "px";
           span.style.textAlign = side === "left" ? "right" : "left";
           span.style.color = pair ? SEGMENT_COLOURS[group.segment] : "#111";
+          span.style.fontStyle = pair && group.segment === 1 ? "italic" : "normal";
           span.addEventListener("mouseenter", function () { if (!state.pinned) focus({side: side, index: i}); });
           span.addEventListener("mouseleave", function () { if (!state.pinned) focus(null); });
           span.addEventListener("click", function () {
@@ -567,7 +588,8 @@
       function paint() {
         const ctx = drawn.ctx, f = state.focus;
         ctx.clearRect(0, 0, GAP, Math.max(R, C) * ROW + 8);
-        ctx.strokeStyle = LINE_COLOUR;
+        const stops = state.p.scales.weight.stops;
+        ctx.strokeStyle = stops[stops.length - 1][1];  // the weight scale's 1: opacity says the weight
         ctx.lineWidth = 2;
         let shown = 0;
         for (let r = 0; r < R; r++) {
@@ -665,7 +687,7 @@
           drawn = drawLines(m);
         } else {
           status.textContent = "Rows: query tokens (who attends); columns: key tokens. Hover a cell for its " +
-            "weight (8-bit, \u00b10.004)." + (isPair(p) ? " Sentence A in blue, B in orange." : "");
+            "weight (8-bit, \u00b10.004)." + (isPair(p) ? " Sentence A in blue, B in orange italics." : "");
           drawn = drawHeatmap(m);
         }
       }
@@ -749,5 +771,6 @@
   }
 
   global.InsideBertAttention = {mount: mount, viewMatrix: viewMatrix, decodeBase64: decodeBase64, inflate: inflate,
-                                readPayload: readPayload, version: 2};
+                                readPayload: readPayload, colourTable: colourTable, colourIndex: colourIndex,
+                                version: 2};
 })(typeof globalThis !== "undefined" ? globalThis : window);

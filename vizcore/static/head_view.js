@@ -7,7 +7,7 @@
   const data = window.HEAD_VIEW;
   const SVG = "http://www.w3.org/2000/svg";
   const ROW = 24, WIDTH = 150, GAP = 260, TOP = 12;
-  const COLOURS = ["#1f5fa8", "#c2410c"];
+  const COLOURS = ["#1f5fa8", "#c2410c"];  // sentence A blue, B orange and in italics
   const root = document.getElementById("head-view");
   const select = document.getElementById("head-select");
   const status = document.getElementById("head-status");
@@ -39,6 +39,7 @@
     node.setAttribute("dominant-baseline", "middle");
     node.setAttribute("class", "token " + side);
     node.setAttribute("fill", COLOURS[segment] || COLOURS[0]);
+    node.setAttribute("font-style", segment === 1 ? "italic" : "normal");  // B: not told by colour alone
     node.textContent = text;
     node.addEventListener("mouseenter", function () { setFocus({side: side, index: index}); });
     node.addEventListener("mouseleave", function () { setFocus(null); });

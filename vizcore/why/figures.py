@@ -11,16 +11,17 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from vizcore.colours import CHANGE, DIVERGING, text_colour
 from vizcore.mlm.figures import compact_layout, percent, percent_axis_format, plain
 from vizcore.plot import (
-    DIVERGING,
     FONT_SIZE,
     TICK_FONT_SIZE,
     axis_labels,
     base_layout,
+    cell_text,
+    colour_bar,
     display_tokens,
     layer_head_heatmap,
 )
@@ -85,16 +86,14 @@ def importance_ranks(values: np.ndarray) -> np.ndarray:
 def importance_heatmap(values: np.ndarray, title: str, value_name: str, diverging: bool = False) -> go.Figure:
     """A ``[layer, head]`` importance as a layers x heads map (``plot.layer_head_heatmap``), the hover adding each
     head's rank (1 = most important). ``diverging``: red/blue centred on 0, for scores that can be negative
-    (the model does better without the head); else a sequential scale from the smallest score."""
+    (the model does better without the head); else the change scale from 0 to the largest score."""
     values = np.asarray(values, dtype=np.float64)
     layers, heads = values.shape
     ranks = importance_ranks(values)
     hover = np.array([[f"layer {l + 1}, head {h + 1}<br>{value_name}: {values[l, h]:.5g}<br>rank {ranks[l, h]} "
                        f"of {values.size} (1 = most important)" for h in range(heads)] for l in range(layers)],
                      dtype=object)
-    low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
-    return layer_head_heatmap(values, title, value_name, diverging=diverging, hover=hover,
-                              zrange=None if diverging else (low, high if high > low else low + 1.0))
+    return layer_head_heatmap(values, title, value_name, scale=DIVERGING if diverging else CHANGE, hover=hover)
 
 
 def pruning_lines(removed: np.ndarray, curves: dict[str, np.ndarray], intact: float, metric_name: str,
@@ -160,21 +159,16 @@ def patching_heatmap(recovered: np.ndarray, clean_tokens: Sequence[str], corrupt
     rows = state_labels(recovered.shape[0] - 1)
     bound = max(1.0, float(np.nanmax(np.abs(recovered), initial=0.0)))
     fig = go.Figure(go.Heatmap(
-        z=np.asarray(recovered, dtype=np.float32), x=columns, y=rows, zmin=-bound, zmax=bound, colorscale=DIVERGING,
-        text=np.vectorize(_two_decimals)(recovered), texttemplate="%{text}", textfont={"size": TICK_FONT_SIZE},
-        hovertemplate="patched: %{y} at %{x}<br>recovered %{z:.4f}<extra></extra>", xgap=1, ygap=1,
-        colorbar={"title": {"text": "recovered"}, "tickfont": {"size": TICK_FONT_SIZE}}))
+        z=np.asarray(recovered, dtype=np.float32), x=columns, y=rows, zmin=-bound, zmax=bound,
+        colorscale=DIVERGING.colorscale, xgap=1, ygap=1,
+        hovertemplate="patched: %{y} at %{x}<br>recovered %{z:.4f}<extra></extra>", colorbar=colour_bar("recovered")))
+    cell_text(fig, np.vectorize(_two_decimals)(recovered))
     fig.update_xaxes(type="category", side="top", tickangle=-45, tickfont={"size": FONT_SIZE})
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": FONT_SIZE})
     return base_layout(fig, title, height=int(np.clip(48 * len(rows) + 230, 380, 900)))
 
 
 # ---- attribution -------------------------------------------------------------------------------
-
-def _diverging_colour(value: float, bound: float) -> str:
-    """The colour of ``value`` on the diverging scale from -bound (blue) through 0 (white) to +bound (red)."""
-    return sample_colorscale(DIVERGING, [0.5 + 0.5 * float(np.clip(value / bound, -1.0, 1.0))])[0]
-
 
 def _bound(values: np.ndarray) -> float:
     """The half-width of a scale centred on 0 that holds every value (1 when all are 0)."""
@@ -185,15 +179,15 @@ def _bound(values: np.ndarray) -> float:
 def _coloured_tokens(tokens: list[str], values: np.ndarray, name: str) -> str:
     bound, spans = _bound(values), []
     for token, value in zip(display_tokens(tokens), values):
-        strong = abs(value) > 0.6 * bound
+        background = DIVERGING.colour_at(float(value), (-bound, bound))
         spans.append(f'<span title="{html.escape(f"{token} · {name}: {value:+.4g}")}" style="background:'
-                     f'{_diverging_colour(value, bound)};color:{"white" if strong else "black"};padding:2px 5px;'
+                     f'{background};color:{text_colour(background)};padding:2px 5px;'
                      f'margin:2px;border-radius:4px;display:inline-block">{html.escape(token)}</span>')
     return "".join(spans)
 
 
 def _legend() -> str:
-    stops = ", ".join(sample_colorscale(DIVERGING, list(np.linspace(0, 1, 9))))
+    stops = ", ".join(f"{colour} {100 * fraction:g}%" for fraction, colour in DIVERGING.colorscale)
     return ('<div style="display:flex;align-items:center;gap:10px;white-space:nowrap">'
             '<span>−max (lowers f)</span>'
             f'<span style="width:240px;height:16px;background:linear-gradient(to right, {stops});'
@@ -215,7 +209,7 @@ def attribution_text(tokens: list[str], scores: Mapping[str, np.ndarray]) -> str
             f'<table style="border-collapse:collapse">{rows}</table></div>')
 
 
-RAISES, LOWERS = "#b2182b", "#2166ac"  # the ends of the diverging scale
+RAISES, LOWERS = DIVERGING.colour_at(0.8, (-1, 1)), DIVERGING.colour_at(-0.8, (-1, 1))  # near its two ends
 
 
 def attribution_bars(tokens: list[str], scores: Mapping[str, np.ndarray],
@@ -249,10 +243,9 @@ def method_correlation_heatmap(correlation: np.ndarray, methods: list[str],
     correlation = np.asarray(correlation, dtype=float)
     text = [["n/a" if not np.isfinite(v) else f"{v:+.2f}" for v in row] for row in correlation]
     fig = go.Figure(go.Heatmap(
-        z=correlation, x=methods, y=methods, zmin=-1, zmax=1, colorscale=DIVERGING, text=text,
-        texttemplate="%{text}", textfont={"size": FONT_SIZE},
-        hovertemplate="%{y} vs %{x}<br>Spearman ρ %{text}<extra></extra>",
-        colorbar={"title": {"text": "Spearman ρ"}, "tickfont": {"size": TICK_FONT_SIZE}}))
+        z=correlation, x=methods, y=methods, zmin=-1, zmax=1, colorscale=DIVERGING.colorscale, text=text,
+        hovertemplate="%{y} vs %{x}<br>Spearman ρ %{text}<extra></extra>", colorbar=colour_bar("Spearman ρ")))
+    cell_text(fig, text, size=FONT_SIZE)
     fig.update_xaxes(side="top", tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
     fig = base_layout(fig, title, 100 * len(methods) + 220)
