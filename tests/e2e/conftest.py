@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -23,6 +24,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 SERVER_START_TIMEOUT = 90
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
+# The renderer's colour legend, right of its heatmap and grid (vizcore/static/attention_view.js, LEGEND_WIDTH)
+LEGEND_PX = int(re.search(r"const LEGEND_WIDTH = (\d+);",
+                          (ROOT / "vizcore" / "static" / "attention_view.js").read_text(encoding="utf-8")).group(1))
 
 
 def _free_port() -> int:

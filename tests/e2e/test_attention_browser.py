@@ -3,7 +3,7 @@ markup as text."""
 
 from urllib.parse import quote
 
-from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import LEGEND_PX, external_requests, screenshot, wait_until_idle
 
 EVIL = "<script>alert(1)</script> <img onerror=alert(2)> The cat sat."  # 26 tokens: under the neuron view's 32
 
@@ -64,7 +64,7 @@ def test_grid_click_opens_that_head(app_url, page):
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
     left = 36  # "L6" labels
-    pitch = (box["width"] - 170 - left) / 12  # the legend is 170 px
+    pitch = (box["width"] - LEGEND_PX - left) / 12
     page.mouse.click(box["x"] + left + 4.5 * pitch, box["y"] + 32 + 3.5 * pitch)  # layer 4, head 5
     assert drawn(page) == ("heatmap", "4", "5")
     page.wait_for_function("location.search.includes('view=heatmap')", timeout=60_000)

@@ -3,7 +3,7 @@ the URL follows, example buttons work, markup stays text, nothing leaves localho
 
 import time
 
-from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import LEGEND_PX, external_requests, screenshot, wait_until_idle
 
 VIEW = ".ib-attention[data-head]"
 
@@ -74,7 +74,8 @@ def test_user_markup_is_shown_as_text_and_never_runs(app_url, page):
     canvas = page.locator(".ib-attention canvas").first
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
-    page.mouse.move(box["x"] + box["width"] - 130, box["y"] + box["height"] - 12)  # the last cell: [SEP] -> [SEP]
+    # the last cell, [SEP] -> [SEP]: 10 px left of the legend, 12 px above the bottom
+    page.mouse.move(box["x"] + box["width"] - LEGEND_PX - 10, box["y"] + box["height"] - 12)
     assert page.locator(".ib-tip").inner_text().startswith("query: [SEP]\nkey: [SEP]\nweight: ")
     label = canvas.get_attribute("aria-label")  # the tokens the canvas drew, as plain text
     assert "< im ##g sr ##c = x one ##rro ##r = alert ( 1 ) > < script > alert ( 2 ) < / script > hello" in label

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.e2e.conftest import external_requests, screenshot
+from tests.e2e.conftest import LEGEND_PX, external_requests, screenshot
 from tests.support.synthetic import EVIL, synthetic_run
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions, apply_view
 from vizcore.attention.payload import FULL_MAX_TOKENS, attention_payload, decode_layer, dequantise, quantise
@@ -79,9 +79,9 @@ def test_hover_shows_query_key_and_weight_with_markup_as_text(opened):
     canvas = page.locator(f"{VIEW} canvas").first
     box = canvas.bounding_box()
     # The cell of query 4 (the markup token) and key 5 ("cat"): 40 px cells at this size, labels left and
-    # above, the 170 px legend right and 8 px below.
+    # above, the legend (LEGEND_PX) right and 8 px below.
     n = len(run.tokens)
-    left_edge = box["x"] + box["width"] - 170 - n * 40
+    left_edge = box["x"] + box["width"] - LEGEND_PX - n * 40
     top_edge = box["y"] + box["height"] - 8 - n * 40
     page.mouse.move(left_edge + 5 * 40 + 20, top_edge + 4 * 40 + 20)
     tip = page.locator(".ib-tip")
@@ -119,7 +119,7 @@ def test_grid_click_opens_that_head_and_the_head_view_focuses_a_token(opened):
     assert page.get_attribute(VIEW, "data-view") == "grid"
     canvas = page.locator(f"{VIEW} canvas").first
     box = canvas.bounding_box()
-    pitch = (box["width"] - 170 - 36) / 4  # row labels "L3" are about 36 px
+    pitch = (box["width"] - LEGEND_PX - 36) / 4  # row labels "L3" are about 36 px
     page.mouse.click(box["x"] + 36 + 2.5 * pitch, box["y"] + 32 + 1.5 * pitch)  # layer 2, head 3
     assert page.get_attribute(VIEW, "data-view") == "heatmap" and shown(page) == ("2", "3")
     page.get_by_role("button", name="Head view").click()
