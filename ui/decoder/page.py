@@ -211,7 +211,7 @@ def progress(c: Controls, device: str, steps: int) -> Progress:
 # ---- widgets --------------------------------------------------------------------------------------
 
 def choose_model() -> str:
-    left, right = st.columns([2, 3])
+    left = right = st.container()  # one above the other: beside its description the box cut its value at 1024 px
     choice = left.selectbox("Causal language model", MODEL_CHOICES, key=K["model_choice"], format_func=model_label,
                             on_change=reset_steps, persist_state=KEEP)
     if choice == OTHER_MODEL:
