@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
+from tests.support.sampling_reference import transformers_probabilities
 from vizcore.decoder.generation import generate, next_token_logits, prompt_ids
 from vizcore.decoder.sampling import Settings, draw, shape
 from vizcore.decoder.vocabulary import banned_tokens
@@ -18,18 +18,6 @@ from vizcore.model.loading import load_model
 @pytest.fixture(scope="module")
 def gpt2(tiny_model_dir):
     return load_model(str(tiny_model_dir("gpt2")), device="cpu", head="causal-lm")
-
-
-def transformers_probabilities(logits: torch.Tensor, settings: Settings) -> np.ndarray:
-    scores = logits[None].double()
-    warpers = [TemperatureLogitsWarper(settings.temperature)]
-    if settings.top_k:
-        warpers.append(TopKLogitsWarper(settings.top_k))
-    if settings.top_p < 1:
-        warpers.append(TopPLogitsWarper(settings.top_p))
-    for warper in warpers:
-        scores = warper(None, scores)
-    return scores.softmax(-1)[0].numpy()
 
 
 @pytest.mark.parametrize("settings", [Settings(1.0), Settings(0.5), Settings(2.0), Settings(1.0, top_k=5),

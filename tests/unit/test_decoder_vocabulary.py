@@ -11,13 +11,8 @@ import pytest
 import torch
 from tokenizers import ByteLevelBPETokenizer
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
-from transformers.generation.logits_process import (
-    SuppressTokensLogitsProcessor,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
 
+from tests.support.sampling_reference import transformers_probabilities
 from tests.support.tiny import BPE_TEXT
 from tests.support.tiny_decoders import save_tiny_decoder
 from vizcore.decoder.beam import beam_search
@@ -94,18 +89,6 @@ def test_the_byte_alphabet_is_gpt2s():
     assert byte_alphabet() == {char: byte for byte, char in bytes_to_unicode().items()}
 
 
-def transformers_probabilities(logits: torch.Tensor, banned: torch.Tensor, settings: Settings) -> np.ndarray:
-    scores = SuppressTokensLogitsProcessor(torch.nonzero(banned).flatten().tolist())(None, logits[None].double())
-    warpers = [TemperatureLogitsWarper(settings.temperature)]
-    if settings.top_k:
-        warpers.append(TopKLogitsWarper(settings.top_k))
-    if settings.top_p < 1:
-        warpers.append(TopPLogitsWarper(settings.top_p))
-    for warper in warpers:
-        scores = warper(None, scores)
-    return scores.softmax(-1)[0].numpy()
-
-
 @pytest.mark.parametrize("settings", [Settings(1.0), Settings(2.0), Settings(0.7, top_k=40, top_p=0.9),
                                       Settings(1.3, top_p=0.5)])
 def test_the_mask_is_transformers_suppress_tokens_before_the_warpers(settings):
@@ -114,7 +97,7 @@ def test_the_mask_is_transformers_suppress_tokens_before_the_warpers(settings):
     banned = torch.zeros(500, dtype=torch.bool)
     banned[[0, 7, 123, int(logits.argmax())]] = True  # the most probable token among them
     shaped = shape(logits, settings, banned)
-    np.testing.assert_allclose(shaped.shaped, transformers_probabilities(logits, banned, settings), atol=1e-12)
+    np.testing.assert_allclose(shaped.shaped, transformers_probabilities(logits, settings, banned), atol=1e-12)
     assert not shaped.kept[banned.numpy()].any() and (shaped.plain[banned.numpy()] == 0).all()
     np.testing.assert_allclose(shaped.plain, logits.double().masked_fill(banned, -torch.inf).softmax(-1), atol=1e-12)
     assert shape(logits, Settings(0.0), banned).shaped.argmax() == shaped.plain.argmax() != int(logits.argmax())
