@@ -1,12 +1,14 @@
-"""Shared fixtures: tiny random-config models saved to disk (no download), built once per run (see tests/support)."""
+"""Shared fixtures: tiny random-config models saved to disk (no download), built once per run (see tests/support).
+
+The conftest files import torch and transformers inside their fixtures and hooks, not at the top: pytest-xdist's
+controller process loads them too, before it starts the workers, and ran nothing of them but imports (about 5 s
+of each tier's start on 2 cores)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from tests.support.tiny import build_tiny_mlm, save_tiny
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,6 +28,8 @@ def tiny_model_dir(tmp_path_factory):
     made: dict[str, Path] = {}
 
     def make(kind: str = "bert") -> Path:
+        from tests.support.tiny import save_tiny
+
         if kind not in made:
             made[kind] = save_tiny(kind, tmp_path_factory.mktemp(f"tiny-{kind}"))
         return made[kind]
@@ -44,6 +48,8 @@ def tiny_mlm_dir(tmp_path_factory):
     made: dict[str, Path] = {}
 
     def make(kind: str) -> Path:
+        from tests.support.tiny import build_tiny_mlm
+
         if kind not in made:
             made[kind] = build_tiny_mlm(kind, tmp_path_factory.mktemp(f"tiny-mlm-{kind}"))
         return made[kind]

@@ -1,9 +1,14 @@
 """AppTest helpers shared by every page's tests."""
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from streamlit.testing.v1 import AppTest
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 180  # the first run loads a model; 2 shared cores can be slow
@@ -23,7 +28,10 @@ def _scan_installed_components_once() -> None:
         manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
-_scan_installed_components_once()
+@pytest.fixture(scope="session", autouse=True)
+def installed_components_scanned_once():
+    """In a fixture, not at import: xdist's controller loads this file too and runs no test."""
+    _scan_installed_components_once()
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +49,8 @@ def no_job_left_behind():
 @pytest.fixture
 def new_app():
     """``new_app(page=None, **query_params)`` -> an AppTest of app.py (not run yet), optionally on a page."""
+
+    from streamlit.testing.v1 import AppTest
 
     def make(page: str | None = None, **query_params: str) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -1,12 +1,16 @@
 """Direct links on a fresh plain ``streamlit run app.py`` (issue 15, defect 1): each page's URL opened
-as the very first request of a new server shows that page inside the app (its navigation and shared
+as the first request of a new session shows that page inside the app (its navigation and shared
 sidebar), with the link's query parameters applied and no "Page not found" dialog; in a 1024 x 768
 window, where each page also fits (conftest.assert_fits_the_laptop; Generate, Translate and Embeddings
 are checked by their own tests).
 
-Each case starts its own server with ``python -m streamlit run app.py`` (what hosts and containers run,
-not ``make run``'s ``ui.launch``): Streamlit decides whether a ``pages/`` folder makes an app a legacy
-(v1) multipage app when its first session starts, so only a fresh server shows the defect.
+One server for the file, started with ``python -m streamlit run app.py`` (what hosts and containers run,
+not ``make run``'s ``ui.launch``), and its very first request is a deep link with query parameters
+(``FIRST``): Streamlit decides whether a ``pages/`` folder makes an app a legacy (v1) multipage app when
+the server's first session starts, whatever page that session asks for, so the defect shows on that first
+request of a fresh server. Every other page is then the first request of its own new session (a new browser
+context) on the same server. (Until issue 29 each page started its own server: eight servers for one
+decision, about 10 s each.)
 """
 
 from __future__ import annotations
@@ -82,30 +86,39 @@ def check_query_parameters(page, name: str) -> None:
         assert "layer=2" in page.url and "head=3" in page.url and "dog+barked" in page.url
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_direct_link_is_the_first_request_of_a_fresh_plain_streamlit_run(browser, name):
-    path, params, nav_title, heading, drawn = CASES[name]
-    with streamlit_server(["streamlit", "run", "app.py"], f"direct-link-{name}.log") as url:
-        context = browser.new_context(viewport=LAPTOP)  # a teacher's laptop (each page also fits it: issue 35 D)
-        page = context.new_page()
-        requests = []
-        page.on("request", lambda request: requests.append(request.url))
-        try:
-            page.goto(f"{url}{path}?{urlencode(params)}")
-            page.wait_for_selector(drawn, timeout=FIRST_RUN_MS)
-            wait_until_idle(page, timeout_s=FIRST_RUN_MS / 1000)
-            screenshot(page, f"direct-link-{name}")
+FIRST = "attention"  # the fresh server's first request: a deep link with a layer, a head and a sentence
 
-            assert page.get_by_text("Page not found").count() == 0
-            assert page.locator('[role="dialog"]').count() == 0
-            links = page.locator('[data-testid="stSidebarNav"] a')
-            assert [text.split("\n")[-1] for text in links.all_inner_texts()] == TITLES  # not app, attention, …
-            assert links.filter(has_text=nav_title).get_attribute("aria-current") == "page"
-            assert page.get_by_role("heading", name="Model and sentence").is_visible()  # the shared sidebar
-            assert page.get_by_role("heading", name=heading, exact=True).first.is_visible()
-            assert page.locator('[data-testid="stException"]').count() == 0
-            check_query_parameters(page, name)
-            assert external_requests(requests) == []
-            assert_fits_the_laptop(page, name)
-        finally:
-            context.close()
+
+@pytest.fixture(scope="module")
+def fresh_server():
+    with streamlit_server(["streamlit", "run", "app.py"], "direct-links.log") as url:
+        yield url
+
+
+@pytest.mark.parametrize("name", [FIRST] + [name for name in CASES if name != FIRST])  # FIRST runs first
+def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_streamlit_run(browser, fresh_server,
+                                                                                        name):
+    path, params, nav_title, heading, drawn = CASES[name]
+    context = browser.new_context(viewport=LAPTOP)  # a teacher's laptop (each page also fits it: issue 35 D)
+    page = context.new_page()
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    try:
+        page.goto(f"{fresh_server}{path}?{urlencode(params)}")
+        page.wait_for_selector(drawn, timeout=FIRST_RUN_MS)
+        wait_until_idle(page, timeout_s=FIRST_RUN_MS / 1000)
+        screenshot(page, f"direct-link-{name}")
+
+        assert page.get_by_text("Page not found").count() == 0
+        assert page.locator('[role="dialog"]').count() == 0
+        links = page.locator('[data-testid="stSidebarNav"] a')
+        assert [text.split("\n")[-1] for text in links.all_inner_texts()] == TITLES  # not app, attention, …
+        assert links.filter(has_text=nav_title).get_attribute("aria-current") == "page"
+        assert page.get_by_role("heading", name="Model and sentence").is_visible()  # the shared sidebar
+        assert page.get_by_role("heading", name=heading, exact=True).first.is_visible()
+        assert page.locator('[data-testid="stException"]').count() == 0
+        check_query_parameters(page, name)
+        assert external_requests(requests) == []
+        assert_fits_the_laptop(page, name)
+    finally:
+        context.close()

@@ -2,10 +2,10 @@
 
 import pytest
 
-from vizcore.model.loading import DEFAULT_MODEL, LoadedModel, load_model
-
 
 @pytest.fixture(scope="session")
-def minilm() -> LoadedModel:
-    """The embedded model, loaded once for the tier (read-only, as the app's shared model is)."""
+def minilm():
+    """The embedded model (a ``LoadedModel``), loaded once for the tier (read-only, as the app's shared model is)."""
+    from vizcore.model.loading import DEFAULT_MODEL, load_model  # here: xdist's controller loads this file too
+
     return load_model(DEFAULT_MODEL, device="cpu")

@@ -69,11 +69,12 @@ def test_one_greedy_token_gives_the_prompts_next_token_distribution():
                                                       skip_special_tokens=True)
 
 
-def test_seeded_sampling_is_reproducible_and_each_token_comes_from_its_shaped_top():
+def test_seeded_sampling_is_reproducible_and_each_token_comes_from_its_shaped_top(capsys):
     argv = ("generate", "--prompt", PROMPT, "--max-new-tokens", "6", "--temperature", "1.5", "--top-k", "20",
-            "--top-p", "0.9", "--top", "20")
-    first, again = cli_json(*argv, "--seed", "11"), cli_json(*argv, "--seed", "11")
-    assert first == again and 1 <= len(first["steps"]) <= 6
+            "--top-p", "0.9", "--top", "20", "--seed", "11")
+    first = cli_json(*argv)  # a process of its own, then main() in this one (another process's random state)
+    code, out, _ = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0 and json.loads(out) == first and 1 <= len(first["steps"]) <= 6
     for step in first["steps"]:
         assert step["token"] in [t["token"] for t in step["top"]] and len(step["top"]) <= 20
         assert sum(t["score"] for t in step["top"]) == pytest.approx(1.0)  # top-k 20 keeps at most 20

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import torch
-
 
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
+    import torch  # here: the unit tier's conftest (which xdist's controller loads) imports this module
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -12,19 +12,26 @@ from __future__ import annotations
 
 import subprocess
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
-# captum imports matplotlib, whose first import on a machine builds a font cache by running fc-list: done
-# here, before the no-subprocess guard, so a fresh machine (CI) passes as one with the cache does.
-import matplotlib.font_manager  # noqa: F401
 import pytest
-from transformers import PreTrainedModel
 
 from tests.support.threads import one_torch_thread
-from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
-EMBEDDED = Path(BUILTIN_MODELS[DEFAULT_MODEL].source()).resolve()
 MOVE = "unit tests use tiny random models and start no process: this test belongs in tests/integration"
+
+
+@cache
+def _embedded() -> Path:
+    """The embedded model's folder. Imported here, not at the top: xdist's controller loads this file too."""
+    # captum imports matplotlib, whose first import on a machine builds a font cache by running fc-list: done
+    # here, before the no-subprocess guard, so a fresh machine (CI) passes as one with the cache does.
+    import matplotlib.font_manager  # noqa: F401
+
+    from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
+
+    return Path(BUILTIN_MODELS[DEFAULT_MODEL].source()).resolve()
 
 
 class TierViolation(BaseException):
@@ -33,11 +40,14 @@ class TierViolation(BaseException):
 
 @contextmanager
 def unit_tier_guard():
+    from transformers import PreTrainedModel
+
+    embedded = _embedded()
     load_weights = PreTrainedModel.from_pretrained.__func__
 
     def from_pretrained(cls, source, *args, **kwargs):
         path = Path(str(source)).resolve()
-        if path == EMBEDDED or EMBEDDED in path.parents:
+        if path == embedded or embedded in path.parents:
             raise TierViolation(f"{cls.__name__}.from_pretrained('{source}') loads the embedded model: {MOVE}")
         return load_weights(cls, source, *args, **kwargs)
 
