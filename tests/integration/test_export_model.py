@@ -9,7 +9,9 @@ the same top-5 words.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -20,6 +22,8 @@ import numpy as np
 import pytest
 import torch
 
+from vizcore.cli import main
+from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.mlm.fill_mask import fill_mask
 from vizcore.mlm.nsp import next_sentence
 from vizcore.model.catalog import CAUSAL_MODEL, DEFAULT_MODEL, MLM_MODEL, NSP_MODEL
@@ -75,18 +79,28 @@ print(json.dumps({"top5": top5, "transformers": __import__("transformers").__ver
 """
 
 
-def export(name: str, out: Path, *extra: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "vizcore", "export-model", name, "--out", str(out), *extra],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+def export(name: str, out: Path, *extra: str, process: bool = False) -> dict:
+    """``vizcore export-model`` as a program of its own (``process``: the first export), else its main() here:
+    the same code, without importing torch and transformers again (about 5 s a process on 2 cores)."""
+    argv = ["export-model", name, "--out", str(out), *extra]
+    if process:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run([sys.executable, "-m", "vizcore", *argv], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+    out_text, err_text = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out_text), contextlib.redirect_stderr(err_text):
+        code = main(argv)
+    assert code == 0, err_text.getvalue()
+    return json.loads(out_text.getvalue())
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("exported")
-    return {name: export(name, root / name) for name in (MLM_MODEL, DEFAULT_MODEL)}
+    return {MLM_MODEL: export(MLM_MODEL, root / MLM_MODEL, process=True),
+            DEFAULT_MODEL: export(DEFAULT_MODEL, root / DEFAULT_MODEL)}
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +172,10 @@ def test_the_france_probe_gives_the_apps_top5_with_paris(plain):
         np.testing.assert_allclose(report["top5"][key]["scores"], [p.score for p in app], atol=1e-6, rtol=0)
 
 
-def test_force_rewrites_the_same_bytes(exported):
+def test_force_rewrites_the_same_bytes(exported, monkeypatch):
+    """Here, not in a process, and without HF_HUB_OFFLINE (which the first export had): the bytes must not
+    depend on it (transformers wrote "local_files_only" into tokenizer_config.json: 592 bytes, then 593)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     report = exported[MLM_MODEL]
     again = export(MLM_MODEL, Path(report["path"]), "--force")
     assert again["weights_sha256"] == report["weights_sha256"] and again["files"] == report["files"]
@@ -197,6 +214,7 @@ for key, auto, folder in (("nsp", AutoModelForPreTraining, nsp_dir), ("causal", 
             arrays["causal/generated"] = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12,
                                                         do_sample=False)[0, ids.shape[1]:].numpy()
         configs[key]["eos_token_id"] = model.generation_config.eos_token_id
+        configs[key]["suppress_tokens"] = model.generation_config.suppress_tokens
 np.savez(out, **arrays)
 print(json.dumps(configs))
 """
@@ -243,6 +261,8 @@ def test_plain_generate_on_the_exported_decoder_stops_and_continues_as_the_app(p
     arrays, configs = plain_heads
     causal = load_model(CAUSAL_MODEL, device="cpu", head="causal-lm")
     assert configs["causal"]["eos_token_id"] == causal.tokenizer.sep_token_id  # generate() stops at [SEP]
+    never = banned_tokens(causal).never  # and never draws a token training never taught, as the app
+    assert configs["causal"]["suppress_tokens"] == never.nonzero().flatten().tolist() and never.sum() > 900
     ours = [s.token_id for s in generate(causal, "Once upon a", 12, Settings(temperature=0)).steps]
     assert arrays["causal/generated"].tolist() == ours
 

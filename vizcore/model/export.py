@@ -16,6 +16,7 @@ SDPA kernel sums in another order and differs by float rounding (about 1e-5 on t
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -102,8 +103,29 @@ def _save(loaded: LoadedModel, folder: Path) -> None:
         # transformers' generate() must stop there too (the model is a fresh load, not the app's).
         loaded.model.generation_config.eos_token_id = tokenizer.sep_token_id
         loaded.model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if loaded.is_decoder:
+        # The tokens training never taught (unused slots, [PAD], [MASK], ...): the app never draws them, so
+        # plain transformers' generate() must not either (its SuppressTokensLogitsProcessor sets them to -inf).
+        from vizcore.decoder.vocabulary import banned_tokens
+
+        loaded.model.generation_config.suppress_tokens = banned_tokens(loaded).never.nonzero().flatten().tolist()
     loaded.model.save_pretrained(folder)
     loaded.tokenizer.save_pretrained(folder)
+    _drop_load_settings(folder / "tokenizer_config.json")
+
+
+LOAD_SETTINGS = ("local_files_only",)  # how this process loaded the tokenizer (HF_HUB_OFFLINE), not what it is
+
+
+def _drop_load_settings(path: Path) -> None:
+    """transformers writes the tokenizer's load-time arguments into its config, so the same export gave
+    other bytes with and without HF_HUB_OFFLINE set ("local_files_only": true / false): they are removed."""
+    if not path.is_file():
+        return
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if any(key in config for key in LOAD_SETTINGS):
+        kept = {key: value for key, value in config.items() if key not in LOAD_SETTINGS}
+        path.write_text(json.dumps(kept, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _check_reload(loaded: LoadedModel, folder: Path, auto: type) -> None:
