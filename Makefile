@@ -1,8 +1,9 @@
 # Two commands do everything on a fresh machine:
 #   make run   - create .venv, install the app, start it on http://localhost:8501 (embedded model, offline)
 #                (ui.launch = `streamlit run app.py` that loads the default model while the server boots)
-#   make test  - the same venv plus test tools and Debian Chromium, then ruff, and the test tiers in order:
-#                unit (tiny models, < 1 min), integration (embedded model, subprocesses, training), AppTest, browser
+#   make test  - the same venv plus test tools and Debian Chromium, then ruff, and the four test tiers in one
+#                pytest session, in order: unit (tiny models), integration (embedded model, subprocesses,
+#                training), AppTest, browser; it ends with one line per tier (tests/conftest.py)
 #   make test-fast - ruff, unit and AppTest: the inner loop (under 5 minutes on 2 cores)
 PYTHON ?= python3
 VENV := .venv
@@ -10,12 +11,15 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 CHROMIUM ?= /usr/bin/chromium
 
-# The tiers run in two pytest processes (pytest-xdist), one per core; a file's tests stay in one
+# The tests run in two pytest processes (pytest-xdist), one per core; a file's tests stay in one
 # process where they share a module's server, browser or Ray run. Every test process, and every process a
 # test starts (CLI, streamlit, Ray), runs torch on one thread: two processes with torch's default two
-# threads each would oversubscribe the two cores (torch's waiting threads spin).
+# threads each would oversubscribe the two cores (torch's waiting threads spin). `make test` runs the four
+# tiers in one session: a session's start (each process imports torch and transformers and collects) cost
+# 8-15 s a tier, and at each tier's end one process waited for the other's last file (docs/BENCHMARKS.md).
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 2 --dist loadfile
+TIERS := tests/unit tests/integration tests/app tests/e2e
 
 .PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
@@ -58,10 +62,7 @@ chromium:
 
 test: $(VENV)/.test-installed chromium
 	$(PY) -m ruff check .
-	$(PYTEST) -n 2 tests/unit
-	$(PYTEST) $(PARALLEL) tests/integration
-	$(PYTEST) -n 2 tests/app
-	$(PYTEST) $(PARALLEL) tests/e2e
+	$(PYTEST) $(PARALLEL) $(TIERS)
 
 test-fast: $(VENV)/.test-installed
 	$(PY) -m ruff check .
