@@ -21,11 +21,8 @@ st.markdown(
     "output (**cross-attention**). Here a small one, trained in this repository, turns spelled-out English dates "
     "into ISO dates, one character per step; we know which words each character comes from, so the "
     "cross-attention can be checked, not only shown.")
-top_left, top_right = st.columns([3, 2])
-with top_left:
-    choice = tr.choose_model()
-with top_right:
-    beam = tr.beam_control(tr.is_date_model(choice))
+choice = tr.choose_model()  # the whole width: in a column at 1024 px the box cut its value ("Date translator, tr…")
+beam = tr.beam_control(tr.is_date_model(choice))
 source, target = tr.source_controls(tr.is_date_model(choice))
 view = tr.view_or_none(choice, source, target, beam)
 where = None

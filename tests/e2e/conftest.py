@@ -173,7 +173,7 @@ MEASURE = """() => {
   const visible = el => el.offsetParent !== null && el.getClientRects().length > 0;
   const name = el => (el.innerText || el.getAttribute('aria-label') || el.tagName).trim().slice(0, 80);
   const labels = 'label, button, [role=tab], [data-testid=stMetricLabel], [data-testid=stMetricValue], '
-               + '[data-testid=stSidebarNav] a';
+               + '[data-testid=stSidebarNav] a, [data-baseweb=select]';  // a select box's chosen value too
   const cut = [], broken = [], scrolls = [];
   for (const el of document.querySelectorAll(labels + ', ' + labels.split(', ').map(s => s + ' *').join(', '))) {
     if (!visible(el) || !el.innerText || !el.innerText.trim()) continue;
@@ -206,7 +206,7 @@ MEASURE = """() => {
 
 
 def assert_fits_the_laptop(page, name: str) -> None:
-    """At 1024 x 768: no control label or metric cut to "…", no label word broken across lines ("Learnin g
+    """At 1024 x 768: no control label, metric or chosen value cut to "…", no label word broken across lines ("Learnin g
     rate"), no sideways scroll hidden in the page. Screenshot: artifacts/screenshots/laptop-<name>.png."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     screenshot(page, f"laptop-{name}")

@@ -60,6 +60,9 @@ def test_patch_gives_one_row_per_state_and_the_identities_hold(capsys):
     (["ablate", "--text", FRANCE, "--heads", "a:b"], "is not a head"),
     (["ablate", "--text", FRANCE, "--heads", ","], "No heads to ablate"),
     (["ablate", "--text", FRANCE, "--heads", "1:1", "--top-k", "0"], "top-k must be between"),
+    (["ablate", "--text", FRANCE, "--heads", "1:1", "--top-k", "16"], "between 1 and 15"),  # the page's slider
+    (["attribute", "--text", FRANCE, "--method", "integrated-gradients", "--steps", "401"],
+     "between 1 and 400"),  # the page's slider
     (["patch", "--clean", FRANCE, "--corrupt", "The capital of the United Kingdom is [MASK].", "--answer", "paris",
       "--contrast", "london"], "same number of tokens"),
     (["patch", "--clean", FRANCE, "--corrupt", ITALY, "--answer", "antidisestablishment", "--contrast", "rome"],

@@ -169,12 +169,15 @@ def source_controls(date_model: bool) -> tuple[str, str | None]:
     return source, None
 
 
+BEAM_PX = 360  # under the model box: a slider of 1 to 5 needs no more than this
+
+
 def beam_control(date_model: bool) -> int:
     if not date_model:
-        st.slider("Beam width", 1, MAX_WIDTH, 1, key="translate.beam_hub", disabled=True,
+        st.slider("Beam width", 1, MAX_WIDTH, 1, key="translate.beam_hub", disabled=True, width=BEAM_PX,
                   help="Hub models are decoded greedily here; beam search is the date translator's.")
         return 1
-    return int(st.slider("Beam width (1 = greedy)", 1, MAX_WIDTH, key=K["beam"], on_change=reset_step,
+    return int(st.slider("Beam width (1 = greedy)", 1, MAX_WIDTH, key=K["beam"], on_change=reset_step, width=BEAM_PX,
                          help="Greedy takes the most probable character at each step; beam search keeps the "
                               "best few partial outputs by their summed log-probability."))
 

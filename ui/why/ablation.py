@@ -21,6 +21,7 @@ from vizcore.mlm.figures import percent
 from vizcore.model.loading import LoadedModel
 from vizcore.plot import attention_heatmap
 from vizcore.why.ablation import (
+    MAX_TOP_K,
     MODES,
     AblationResult,
     ClassifierEffect,
@@ -107,7 +108,7 @@ def settings(ctx: WhyContext) -> tuple[str, int, str | None]:
                       format_func={"zero": "output set to zero", "mean": "output set to its mean"}.get,
                       help="Mean: the head's average output over 24 reference sentences, the same at every "
                            "position; only what is specific to this sentence is lost.")
-    top_k = middle.slider("Words shown (top-k)", 3, 15, 8, key=KEY_TOP_K)
+    top_k = middle.slider("Words shown (top-k)", 1, MAX_TOP_K, 8, key=KEY_TOP_K)
     word = why.followed_word(ctx, KEY_WORD, "Follow this word's probability", where=right,
                              help="Default: the model's own answer (its most probable word at the mask). One "
                                   "token of the model's vocabulary.")

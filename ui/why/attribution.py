@@ -21,6 +21,7 @@ from vizcore.plot import display_tokens
 from vizcore.why.attribution import (
     BASELINE,
     DEFAULT_STEPS,
+    MAX_STEPS,
     METHODS,
     Attribution,
     answer_target,
@@ -36,7 +37,7 @@ KEY_CLASS = "why.attribution.class"
 KEY_STEPS = "why.attribution.steps"
 KEY_LAST_CLASS = "why.attribution.last_class"  # (key, Attribution) of the session's classifier
 KEY_LINK_TARGET = "why.attribution.link_target"  # a link's output= (answer or class), applied once its kind is known
-MAX_UI_STEPS = 400
+MAX_UI_STEPS = MAX_STEPS  # one range for the page and `python -m vizcore attribute --steps`
 EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 
 

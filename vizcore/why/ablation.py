@@ -23,13 +23,15 @@ from vizcore.errors import VizError
 from vizcore.finetune.analysis import js_divergence
 from vizcore.finetune.classify import SequenceClassifier, encode_texts, predict_proba
 from vizcore.finetune.tasks import collate, pad_id_of
-from vizcore.mlm.fill_mask import MAX_TOP_K, top_predictions
 from vizcore.mlm.fill_mask import forward as mlm_forward
+from vizcore.mlm.fill_mask import top_predictions
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import HeadAblation, head_output_hooks, hooks, intervention_hooks
 from vizcore.model.run import forward as core_forward
 from vizcore.why.examples import REFERENCE_SENTENCES
 from vizcore.why.targets import masked_input, word_id
+
+MAX_TOP_K = 15  # words shown before and after, per mask: the page's slider and the CLI alike (issue 35 E)
 
 MODES = ("zero", "mean")
 Head = tuple[int, int]  # (layer, head), 0-based

@@ -45,7 +45,7 @@ def _register_ablate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--mode", choices=("zero", "mean"), default="zero",
                         help="zero the heads' output, or replace it with its mean over reference sentences "
                              "(default: %(default)s)")
-    parser.add_argument("--top-k", type=int, default=5, help="predictions per mask (default: %(default)s)")
+    parser.add_argument("--top-k", type=int, default=5, help="predictions per mask, 1 to 15 (default: %(default)s)")
     add_model_options(parser, default=MLM_MODEL)
     add_format_option(parser)
     parser.set_defaults(handler=_ablate)
