@@ -145,7 +145,7 @@ def show_masking_rule(name: str, device: str) -> None:
         st.error(str(error))
         return
     chosen = int((draw.kinds != 0).sum())
-    right.metric("Selected in this draw", f"{chosen} of {int((~draw.special).sum())} tokens")
+    right.metric("Tokens selected in this draw", f"{chosen} of {int((~draw.special).sum())}")  # whole at 1024 px
     st.plotly_chart(masking_strip(draw, f"One draw (seed {draw.seed}): what the model is given"),
                     key="fill_mask.strip", config=CHART)
     with st.expander("Token by token"):

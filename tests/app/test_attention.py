@@ -253,7 +253,7 @@ def test_export_offers_files_and_the_image_format(explorer):
     at = explorer(view="export", layer="2", head="5")
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["This head as CSV", "This head as JSON", "All heads as CSV", "All heads as JSON",
-                      "Heatmap, grid and head view as HTML (offline)", "Head view as HTML (offline)"]
+                      "Heatmap, grid and head view as HTML", "bertviz head view as HTML"]
     at.radio(key="attention.image_format").set_value("svg")
     rerun(at)
     config = json.loads(at.get("plotly_chart")[0].proto.config)

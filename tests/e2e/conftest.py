@@ -214,3 +214,32 @@ def assert_fits_the_laptop(page, name: str) -> None:
     scrolls = [s for s in found["scrolls"] if not any(allowed in s for allowed in ALLOWED_SCROLL)]
     assert (found["cut"], found["broken"], scrolls) == ([], [], []), f"{name} at 1024 x 768: {found}"
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"
+
+
+# ---- every main view at 1024 x 768 (issue 35 D): a click per view where a test already has the page open -----
+
+def radio(label: str):
+    """A radio option (the Explorer's views, the fine-tuning tasks): a click reruns the page."""
+    return ("run", lambda page: page.locator('[data-testid="stRadio"] label').filter(has_text=label).first)
+
+
+def segment(label: str):
+    """A segmented control's button (Why?'s questions, the Embeddings views): a click reruns the page."""
+    return ("run", lambda page: page.locator('[data-testid="stButtonGroup"] button').filter(has_text=label).first)
+
+
+def tab(label: str):
+    """A tab: drawn in the browser with the page, so a click shows it without a run."""
+    return ("tab", lambda page: page.get_by_role("tab", name=label, exact=True))
+
+
+def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
+    """Open each ``(view, radio(...) | segment(...) | tab(...))`` as a user does and check that it fits
+    the laptop (``assert_fits_the_laptop``: screenshot artifacts/screenshots/laptop-<name>-<view>.png).
+    A tab runs nothing on the server, so half a second without change is enough there."""
+    assert page.viewport_size == LAPTOP, page.viewport_size
+    for view, (kind, control) in views:
+        control(page).click()
+        wait_until_idle(page, quiet_ms=500 if kind == "tab" else 1500)
+        assert page.locator('[data-testid="stException"]').count() == 0, f"{name} {view}"
+        assert_fits_the_laptop(page, f"{name}-{view}")

@@ -1,8 +1,8 @@
 """Direct links on a fresh plain ``streamlit run app.py`` (issue 15, defect 1): each page's URL opened
 as the first request of a new session shows that page inside the app (its navigation and shared
 sidebar), with the link's query parameters applied and no "Page not found" dialog; in a 1024 x 768
-window, where each page also fits (conftest.assert_fits_the_laptop; Generate, Translate and Embeddings
-are checked by their own tests).
+window, where each page and each of its main views also fits (conftest.assert_fits_the_laptop and
+sweep_views; Generate, Translate and Embeddings are checked by their own tests).
 
 One server for the file, started with ``python -m streamlit run app.py`` (what hosts and containers run,
 not ``make run``'s ``ui.launch``), and its very first request is a deep link with query parameters
@@ -23,8 +23,12 @@ from tests.e2e.conftest import (
     LAPTOP,
     assert_fits_the_laptop,
     external_requests,
+    radio,
     screenshot,
+    segment,
     streamlit_server,
+    sweep_views,
+    tab,
     wait_until_idle,
 )
 
@@ -54,6 +58,26 @@ CASES = {
     "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),
     "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, TITLES[-1],
                "Corpus: what the heads do over many sentences", HEATMAP),
+}
+
+
+# Then each main view of the page, at 1024 x 768 as well (conftest.sweep_views; Generate's, Translate's and
+# Embeddings' views are swept by their own tests)
+VIEWS = {
+    "attention": [(name, radio(label)) for name, label in (
+        ("grid", "All heads"), ("lines", "Head view"), ("bertviz", "bertviz views"), ("aggregate", "Aggregations"),
+        ("stats", "Head statistics"), ("compare", "Compare"), ("export", "Export"))],
+    "why": [(name, segment(label)) for name, label in (
+        ("importance", "Head importance"), ("patching", "Activation patching"), ("attribution", "Token attribution"))],
+    "finetune": [(name, radio(label)) for name, label in (
+        ("pairs", "Sentence-pair classification"), ("tokens", "Token classification"),
+        ("qa", "Extractive question answering"))] + [("tiny", tab("Tiny Transformer from scratch"))],
+    "corpus": [(name.lower(), tab(name)) for name in ("Relations", "Distributions", "Search")],
+    "fill-mask": [(name, tab(label)) for name, label in (
+        ("lens", "Layer by layer"), ("mask-attention", "Attention of the mask"), ("masking", "80/10/10 masking"))],
+    "step-by-step": [(name, tab(label)) for name, label in (
+        ("layer", "The layer, step by step"), ("sqrt-dk", "Why √d_k"), ("masks", "Masks"),
+        ("word-order", "Word order"))],
 }
 
 
@@ -120,5 +144,6 @@ def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_stream
         check_query_parameters(page, name)
         assert external_requests(requests) == []
         assert_fits_the_laptop(page, name)
+        sweep_views(page, name, VIEWS.get(name, []))
     finally:
         context.close()

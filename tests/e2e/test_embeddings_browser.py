@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from tests.e2e.conftest import LAPTOP, assert_fits_the_laptop, external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import (
+    LAPTOP,
+    assert_fits_the_laptop,
+    external_requests,
+    screenshot,
+    segment,
+    sweep_views,
+    wait_until_idle,
+)
 from ui.embeddings.page import SENSE_TEXTS
 
 POINTS = ".js-plotly-plot .scatterlayer .trace .point"
@@ -23,6 +31,10 @@ def test_clicking_a_query_opens_its_sentence_in_the_explorer(app_url, page):
     assert "Head 2.3:" in page.locator(".js-plotly-plot").first.inner_text()
     screenshot(page, "embeddings-queries")
     assert_fits_the_laptop(page, "embeddings")
+    sweep_views(page, "embeddings", [(name, segment(label)) for name, label in (  # each view fits the laptop too
+        ("similarity", "Sentence similarity"), ("search", "Semantic search"), ("contexts", "One word, many contexts"),
+        ("tokens", "Token map"), ("queries", "Queries and keys"))])  # back where the test goes on
+    page.wait_for_selector(POINTS, timeout=60_000)
 
     queries = page.locator(".js-plotly-plot .scatterlayer .trace").nth(0).locator(".point")  # trace 0: queries
     queries.nth(5).click(force=True)

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from tests.e2e.conftest import LAPTOP, assert_fits_the_laptop, external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import (
+    LAPTOP,
+    assert_fits_the_laptop,
+    external_requests,
+    screenshot,
+    sweep_views,
+    tab,
+    wait_until_idle,
+)
 
 
 def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
@@ -26,4 +34,6 @@ def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
     page.get_by_text("Tokens (1 generated)").wait_for(timeout=60_000)
     assert "steps=1" in page.url
     assert page.locator('[data-testid="stException"]').count() == 0
+    sweep_views(page, "generate", [(name, tab(label)) for name, label in (  # each view fits the laptop too
+        ("attention", "Attention and the causal mask"), ("lens", "Layer by layer"), ("beams", "Beams"))])
     assert external_requests(requests) == []

@@ -271,7 +271,7 @@ def export_view(result: Run, sel: Selection, layer: int, head: int, options: Vie
                 "query_token,key_index,key_token,weight` (layer and head from 1). JSON holds `tokens` and "
                 "`attention` as `[query][key]` for one head, `[layer][head][query][key]` for all heads.")
     stem = f"attention-L{layer}-H{head}"
-    columns = st.columns(3)
+    columns = st.columns(2)
     columns[0].download_button("This head as CSV", partial(attention_csv, result, layer - 1, head - 1),
                                file_name=f"{stem}.csv", mime="text/csv", key="attention.dl_head_csv")
     columns[0].download_button("This head as JSON", partial(attention_json, result, layer - 1, head - 1),
@@ -285,18 +285,20 @@ def export_view(result: Run, sel: Selection, layer: int, head: int, options: Vie
     else:
         columns[1].info(f"All-heads files are limited to {ALL_HEADS_MAX_TOKENS} tokens (this input has "
                         f"{len(result.tokens)}): export one head at a time.")
-    columns[2].download_button("Heatmap, grid and head view as HTML (offline)",
-                               partial(attention_view_html, result, layer - 1, head - 1, "heatmap", options),
-                               file_name=f"attention-L{layer}-H{head}.html", mime="text/html",
-                               key="attention.dl_view_html")
-    columns[2].caption("One file with the views of this page drawn in the browser: switch heads and layers, "
-                       f"hover, filter, offline. Every layer up to {FULL_MAX_TOKENS} tokens, else layer {layer}.")
+    # The views as files in a row of their own: two columns, not a third one, hold their labels whole at 1024 px
+    st.markdown("**Views as files.** Self-contained HTML: opens in any browser with no network.")
+    views = st.columns(2)
+    views[0].download_button("Heatmap, grid and head view as HTML",
+                             partial(attention_view_html, result, layer - 1, head - 1, "heatmap", options),
+                             file_name=f"attention-L{layer}-H{head}.html", mime="text/html",
+                             key="attention.dl_view_html")
+    views[0].caption("The views of this page drawn in the browser: switch heads and layers, hover, filter. "
+                     f"Every layer up to {FULL_MAX_TOKENS} tokens, else layer {layer}.")
     if len(result.tokens) <= HEAD_VIEW_MAX_TOKENS:
         page = html_or_stop(sel, result, "standalone", layer, head, options.pair_filter)
-        columns[2].download_button("Head view as HTML (offline)", page, file_name=f"head-view-L{layer}.html",
-                                   mime="text/html", key="attention.dl_html")
-        columns[2].caption(f"Layer {layer}, all heads, one self-contained file: opens in any browser with no "
-                           "network.")
+        views[1].download_button("bertviz head view as HTML", page, file_name=f"head-view-L{layer}.html",
+                                 mime="text/html", key="attention.dl_html")
+        views[1].caption(f"bertviz's head view of layer {layer}, all heads.")
     st.markdown("**Figures as images.** Every chart's camera icon (top right of the chart, on hover) saves it "
                 "in your browser, offline. Choose its format here:")
     st.radio("Image format", ["png", "svg"], horizontal=True, key=KEY_IMAGE_FORMAT,

@@ -60,7 +60,7 @@ def show(loaded: LoadedModel) -> dict:
     state = emb.state_slider(KEY_STATE, "Layer", top)
     method, dims = emb.projection_controls()
     st.session_state.setdefault(KEY_COLOUR, "word")
-    left, right = st.columns([3, 1])
+    left, right = st.columns([2, 1])  # a quarter of 1024 px cut the toggle's label to "[CLS] and [S…"
     colour = left.radio("Colour by", list(COLOURS), key=KEY_COLOUR, horizontal=True)
     special = right.toggle("[CLS] and [SEP]", key=KEY_SPECIAL, help="Special tokens sit far from the words.")
     params = {**sentences.params, "map_layer": state, "method": method, "dims": dims,
