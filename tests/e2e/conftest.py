@@ -239,7 +239,9 @@ def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
     A tab runs nothing on the server, so half a second without change is enough there."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     for view, (kind, control) in views:
+        began = time.monotonic()
         control(page).click()
         wait_until_idle(page, quiet_ms=500 if kind == "tab" else 1500)
         assert page.locator('[data-testid="stException"]').count() == 0, f"{name} {view}"
         assert_fits_the_laptop(page, f"{name}-{view}")
+        print(f"sweep {name}-{view}: {time.monotonic() - began:.1f} s")
