@@ -12,7 +12,7 @@ def title(page):
     return page.locator(".ib-attention .ib-title").first.inner_text()
 
 
-def test_home_shows_the_heatmap_in_chromium_without_plotly(app_url, page):
+def test_home_shows_the_heatmap_without_plotly_an_example_redraws_and_nothing_leaves_localhost(app_url, page):
     started = time.monotonic()
     page.goto(app_url)
     page.wait_for_selector(VIEW, timeout=120_000)
@@ -26,6 +26,16 @@ def test_home_shows_the_heatmap_in_chromium_without_plotly(app_url, page):
     path = screenshot(page, "home")
     assert path.stat().st_size > 20_000
     print(f"heatmap visible after {seconds:.1f} s")
+
+    # an example button redraws for its sentence (on the same page: one page load for both)
+    page.get_by_role("button", name="…the dog chased…").click()
+    page.wait_for_function(
+        "document.querySelector('.ib-attention .ib-title')?.innerText.includes('11 tokens')", timeout=60_000)
+    wait_until_idle(page)
+    assert page.locator("textarea").first.input_value() == "The cat that the dog chased was brown."
+    screenshot(page, "home-example")
+    assert page.requests_made, "the page made no requests at all?"
+    assert external_requests(page.requests_made) == []  # nothing, in all that, left localhost
 
 
 def test_arrow_keys_switch_in_the_browser_and_the_url_follows(app_url, page):
@@ -46,18 +56,6 @@ def test_arrow_keys_switch_in_the_browser_and_the_url_follows(app_url, page):
     page.reload()
     page.wait_for_selector(VIEW, timeout=120_000)
     assert "layer 3, head 4" in title(page)
-
-
-def test_example_button_redraws_for_the_new_sentence(app_url, page):
-    page.goto(app_url)
-    page.wait_for_selector(VIEW, timeout=120_000)
-    wait_until_idle(page)
-    page.get_by_role("button", name="…the dog chased…").click()
-    page.wait_for_function(
-        "document.querySelector('.ib-attention .ib-title')?.innerText.includes('11 tokens')", timeout=60_000)
-    wait_until_idle(page)
-    assert page.locator("textarea").first.input_value() == "The cat that the dog chased was brown."
-    screenshot(page, "home-example")
 
 
 def test_user_markup_is_shown_as_text_and_never_runs(app_url, page):
@@ -82,10 +80,3 @@ def test_user_markup_is_shown_as_text_and_never_runs(app_url, page):
     assert dialogs == []
     assert page.locator("img[src='x']").count() == 0
 
-
-def test_no_request_leaves_localhost(app_url, page):
-    page.goto(app_url)
-    page.wait_for_selector(VIEW, timeout=120_000)
-    wait_until_idle(page)
-    assert page.requests_made, "the page made no requests at all?"
-    assert external_requests(page.requests_made) == []

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.unit.test_fill_mask_cli import run_cli
 from vizcore.model.catalog import MLM_MODEL
 from vizcore.model.loading import LoadedModel, load_model
 from vizcore.why import attribution as attr
@@ -55,11 +56,14 @@ def test_the_command_gives_the_fixed_fields_and_the_page_s_numbers(mlm):
     assert abs(completeness["sum"] - completeness["delta"]) < 0.01 * abs(completeness["delta"])
 
 
-def test_the_other_methods_have_no_completeness_and_bad_answers_are_one_line():
-    done = program("--text", "Birds can [MASK] in the sky.", "--method", "rollout")
-    record = json.loads(done.stdout)
-    assert done.returncode == 0 and record["completeness"] is None and record["target"]["score"] > 0
+def test_the_other_methods_have_no_completeness_and_bad_answers_are_one_line(capsys):
+    # main() in this process: the command as a program of its own is the test above
+    code, out, _ = run_cli(capsys, "attribute", "--text", "Birds can [MASK] in the sky.", "--method", "rollout",
+                           "--format", "json")
+    record = json.loads(out)
+    assert code == 0 and record["completeness"] is None and record["target"]["score"] > 0
     assert sum(record["attributions"]) == pytest.approx(1.0, abs=1e-4)  # rollout's row is a distribution
-    done = program("--text", "Birds can [MASK] in the sky.", "--method", "occlusion", "--answer", "unbelievably")
-    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
-    assert "'unbelievably' is not one token for minilm-mlm-tuned" in done.stderr
+    code, out, err = run_cli(capsys, "attribute", "--text", "Birds can [MASK] in the sky.", "--method", "occlusion",
+                             "--answer", "unbelievably", "--format", "json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "'unbelievably' is not one token for minilm-mlm-tuned" in err
