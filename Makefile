@@ -2,8 +2,8 @@
 #   make run   - create .venv, install the app, start it on http://localhost:8501 (embedded model, offline)
 #                (ui.launch = `streamlit run app.py` that loads the default model while the server boots)
 #   make test  - the same venv plus test tools and Debian Chromium, then ruff, and the four test tiers in one
-#                pytest session, in order: unit (tiny models), integration (embedded model, subprocesses,
-#                training), AppTest, browser; it ends with one line per tier (tests/conftest.py)
+#                pytest session: unit (tiny models), integration (embedded model, subprocesses, training),
+#                AppTest, browser; it ends with one line per tier (tests/conftest.py)
 #   make test-fast - ruff, unit and AppTest: the inner loop (under 5 minutes on 2 cores)
 PYTHON ?= python3
 VENV := .venv
