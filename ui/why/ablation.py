@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_none, or_stop
+from ui.layer_head import layer_head
 from ui.state import get_model
 from ui.why import page as why
 from ui.why.page import WhyContext
@@ -188,9 +189,8 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
         st.session_state["why.ablation.view_for"] = list(heads)
         layer, head = divmod(int(change.argmax()), n_heads) if change.max() > 0 else (layers - 1, 0)
         st.session_state["why.ablation.view_layer"], st.session_state["why.ablation.view_head"] = layer + 1, head + 1
-    left, right = st.columns(2)
-    layer = left.number_input("Layer", 1, layers, key="why.ablation.view_layer") - 1
-    head = right.number_input("Head", 1, n_heads, key="why.ablation.view_head") - 1
+    layer, head = layer_head(layers, n_heads, ("why.ablation.view_layer", "why.ablation.view_head"))
+    layer, head = layer - 1, head - 1
     columns = st.columns(2)
     for column, matrix, when in ((columns[0], result.attention_before, "every head"),
                                  (columns[1], result.attention_after, "heads off")):
