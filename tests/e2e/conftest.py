@@ -240,11 +240,9 @@ def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
     at the view's control (the window scrolled to it): the view is what it shows."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     for view, (kind, control) in views:
-        began = time.monotonic()
         control(page).click()
         wait_until_idle(page, quiet_ms=500 if kind == "tab" else 1500)
         assert page.locator('[data-testid="stException"]').count() == 0, f"{name} {view}"
         # the view's control at the top of the window, so that the screenshot shows the view, not the heading
         control(page).evaluate("element => element.scrollIntoView({block: 'start'})")
         assert_fits_the_laptop(page, f"{name}-{view}")
-        print(f"sweep {name}-{view}: {time.monotonic() - began:.1f} s")

@@ -37,14 +37,13 @@ KEY_CLASS = "why.attribution.class"
 KEY_STEPS = "why.attribution.steps"
 KEY_LAST_CLASS = "why.attribution.last_class"  # (key, Attribution) of the session's classifier
 KEY_LINK_TARGET = "why.attribution.link_target"  # a link's output= (answer or class), applied once its kind is known
-MAX_UI_STEPS = MAX_STEPS  # one range for the page and `python -m vizcore attribute --steps`
 EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 
 
 # ``output`` is the answer word, or the class name with explain=class (patching has its own ``answer``,
 # head importance its own ``target``).
 URL_PARAMS = {"explain": (KEY_EXPLAIN, url_state.OneOf(tuple(EXPLAIN))), "output": (KEY_LINK_TARGET, url_state.Text()),
-              "steps": (KEY_STEPS, url_state.Integer(1, MAX_UI_STEPS))}
+              "steps": (KEY_STEPS, url_state.Integer(1, MAX_STEPS))}
 
 
 def show(ctx: WhyContext) -> dict:
@@ -59,8 +58,8 @@ def show(ctx: WhyContext) -> dict:
     link = st.session_state.pop(KEY_LINK_TARGET, None)
     if link is not None:
         st.session_state[KEY_CLASS if explain == "class" else KEY_ANSWER] = link
-    url_state.settle(KEY_STEPS, DEFAULT_STEPS, 1, MAX_UI_STEPS)
-    steps = st.slider("Integrated gradients: steps on the path", 1, MAX_UI_STEPS, key=KEY_STEPS,
+    url_state.settle(KEY_STEPS, DEFAULT_STEPS, 1, MAX_STEPS)
+    steps = st.slider("Integrated gradients: steps on the path", 1, MAX_STEPS, key=KEY_STEPS,
                       help=f"Points of the path integral (Gauss-Legendre). {DEFAULT_STEPS} keep the completeness "
                            "gap under 1 % on the example sentences; raise them when the gap below is larger.")
     if explain == "class":

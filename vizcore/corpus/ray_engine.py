@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Callable
+from unittest import mock
 
 import pyarrow as pa
 
@@ -66,17 +67,9 @@ def start_ray(settings) -> bool:
             # A local runtime's workers inherit the environment its processes start with: no runtime_env, so
             # the workers Ray starts with the runtime serve the actors (a runtime_env starts other ones beside
             # them: a 46 s test run took 36 s without it). The environment is this process's again afterwards.
-            saved = {name: os.environ.get(name) for name in env["env_vars"]}
-            os.environ.update(env["env_vars"])
-            try:
+            with mock.patch.dict(os.environ, env["env_vars"]):
                 ray.init(num_cpus=settings.workers, include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR)
-            finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise VizError(f"Could not start or reach Ray ({settings.ray_address or 'local'}): "
                        f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from error
