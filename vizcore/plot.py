@@ -41,9 +41,27 @@ def base_layout_dict(title: str, height: int) -> dict:
             "hoverlabel": {"font": {"size": FONT_SIZE}}}
 
 
-def base_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(base_layout_dict(title, height))
+def _merged(old: dict, new: dict) -> dict:
+    """``new`` over ``old``, nested dicts merged key by key (as ``update_layout`` merges)."""
+    out = dict(old)
+    for key, value in new.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def set_layout(fig: go.Figure, layout: dict) -> go.Figure:
+    """``fig.update_layout(layout)``, in place, at half the cost: update_layout parses every key as a property
+    path (4-6 ms a call, a quarter of a figure page's run); assigning the merged dict validates it once. The
+    template is left out of the merge (plotly's default, which every figure here uses, is applied again when
+    the figure is written out; validating its copy would cost 15 ms)."""
+    current = fig.layout.to_plotly_json()
+    current.pop("template", None)
+    fig.layout = _merged(current, layout)
     return fig
+
+
+def base_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    return set_layout(fig, base_layout_dict(title, height))
 
 
 def axis_labels(tokens: list[str]) -> list[str]:

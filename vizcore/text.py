@@ -7,6 +7,7 @@ CoNLL, SQuAD, texts to embed): each caller says only what its file should hold a
 from __future__ import annotations
 
 import codecs
+import re
 import unicodedata
 from pathlib import Path
 
@@ -15,12 +16,33 @@ from vizcore.errors import VizError
 # Longer texts are refused before tokenising (a paste of a whole book); anything the model cannot
 # take in one pass is truncated to its maximum length and reported.
 MAX_CHARS = 200_000
+_SURROGATE = re.compile("[\ud800-\udfff]")  # argv bytes that are not UTF-8 (PEP 383)
 
 
 def is_blank(text: str | None) -> bool:
     """True when the text has nothing a tokenizer keeps: only spaces, invisible format characters
     (zero-width space, byte-order mark, joiners) and control characters."""
     return text is None or all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+
+
+def check_text(text: str | None, what: str = "text") -> str:
+    if is_blank(text):
+        raise VizError(f"The {what} is empty: type a sentence.")
+    if len(text) > MAX_CHARS:
+        raise VizError(f"The {what} has {len(text):,} characters; the limit is {MAX_CHARS:,}. Shorten it.")
+    if bad := _SURROGATE.search(text):
+        raise VizError(f"The {what} has an invalid character at position {bad.start() + 1:,} (bytes that are "
+                       "not UTF-8?): retype it, or save it as UTF-8.")
+    return text
+
+
+def check_pair(text: str, pair: str | None) -> None:
+    """Two sentences where the second is required (next sentence prediction): each checked, a missing B said."""
+    check_text(text, "sentence A")
+    if pair is None or not pair.strip():
+        raise VizError("Next sentence prediction needs a second sentence (B): type one (on the command line, "
+                       "--pair).")
+    check_text(pair, "sentence B")
 
 
 def _check_size(size: int, name: str, shrink: str, max_bytes: int) -> None:

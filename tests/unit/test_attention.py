@@ -8,7 +8,7 @@ from transformers import AutoModel, AutoTokenizer
 from vizcore.attention.extract import extract_attention
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
-from vizcore.model.run import MAX_CHARS
+from vizcore.text import MAX_CHARS
 
 
 @pytest.fixture(scope="module")

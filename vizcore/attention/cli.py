@@ -17,16 +17,16 @@ import numpy as np
 
 from vizcore.cliargs import add_format_option, add_model_options, add_text_options
 from vizcore.errors import VizError
+from vizcore.text import check_text  # no torch: bad text is refused in a fraction of a second
 
 ROUND = 8
 
 
 def _result(args: argparse.Namespace):
+    check_text(args.text)  # fail on empty text before spending seconds on importing torch and loading a model
     from vizcore.attention.extract import extract_attention
     from vizcore.model.loading import load_model
-    from vizcore.model.run import check_text
 
-    check_text(args.text)  # fail on empty text before spending seconds on loading a model
     return extract_attention(load_model(args.model, device=args.device), args.text, args.pair)
 
 
@@ -81,14 +81,13 @@ def _kept(flag: str, number: int | None, count: int, what: str) -> slice:
 
 
 def _attention(args: argparse.Namespace) -> dict:
-    from vizcore.attention.extract import extract_attention
-    from vizcore.model.loading import load_model
-    from vizcore.model.run import check_text
-
-    check_text(args.text)  # fail on empty text or a layer 0 before spending seconds on loading a model
+    check_text(args.text)  # fail on empty text or a layer 0 before spending seconds on importing torch
     for flag, number in (("--layer", args.layer), ("--head", args.head)):
         if number is not None and number < 1:
             raise VizError(f"{flag} counts from 1, as in the app, not {number}.")
+    from vizcore.attention.extract import extract_attention
+    from vizcore.model.loading import load_model
+
     loaded = load_model(args.model, device=args.device)
     layers = _kept("--layer", args.layer, loaded.num_layers, "layer")
     heads = _kept("--head", args.head, loaded.num_heads, "head")

@@ -20,19 +20,19 @@ import argparse
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.decoder.ranges import SEED, TEMPERATURE, TOP_K, TOP_P
 from vizcore.model.catalog import CAUSAL_MODEL
+from vizcore.text import check_text  # no torch: bad text is refused in a fraction of a second
 
 MAX_SAMPLES = 100
 
 
 def _generate(args: argparse.Namespace) -> dict:
+    check_text(args.prompt, "prompt")  # before spending seconds on importing torch
     from vizcore.decoder.generation import MAX_NEW_TOKENS, check_seed, generate
     from vizcore.decoder.sampling import Settings
     from vizcore.errors import VizError
     from vizcore.model.loading import load_model
-    from vizcore.model.run import check_text
 
     # Everything that needs no model is checked before spending seconds on loading one.
-    check_text(args.prompt, "prompt")
     settings = Settings(args.temperature, args.top_k, args.top_p, args.whole_words).check()
     check_seed(args.seed)
     if not 1 <= args.max_new_tokens <= MAX_NEW_TOKENS:

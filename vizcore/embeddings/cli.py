@@ -24,6 +24,7 @@ from pathlib import Path
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.embeddings import LAYER_CHOICES, MAX_BATCH, POOLINGS
 from vizcore.errors import VizError
+from vizcore.text import check_text  # no torch: bad text is refused in a fraction of a second
 
 
 def _add_vector_options(parser: argparse.ArgumentParser) -> None:
@@ -48,12 +49,11 @@ def _settings(loaded, args: argparse.Namespace) -> tuple[object, dict]:
 
 
 def _similarity(args: argparse.Namespace) -> dict:
+    check_text(args.text)
+    check_text(args.pair, "pair")  # before spending seconds on importing torch and loading the model
     from vizcore.embeddings.vectors import cosine_matrix, sentence_vectors
     from vizcore.model.loading import load_model
-    from vizcore.model.run import check_text
 
-    check_text(args.text)
-    check_text(args.pair, "pair")  # before spending seconds on loading the model
     loaded = load_model(args.model, device=args.device)
     layer, settings = _settings(loaded, args)
     vectors = sentence_vectors(loaded, [args.text, args.pair], args.pooling, layer, max_length=args.max_length)

@@ -27,16 +27,17 @@ def _progress_printer(every: int = 5):
 
 
 def _finetune(args: argparse.Namespace) -> dict:
-    from vizcore.finetune.classify import ClassificationTask
     from vizcore.finetune.tasks import get_task
+
+    task = get_task(args.task)
+    columns = {"text": args.text_column, "second": args.second_column, "label": args.label_column}
+    data = task.load_data(args.train, args.eval, args.seed, columns)  # a broken file is said before the
+    from vizcore.finetune.classify import ClassificationTask  # seconds of importing the training code
     from vizcore.finetune.training import task_config, train_task
     from vizcore.model.loading import load_model
 
-    task = get_task(args.task)
     config = task_config(task, mode=args.mode, last_n=args.last_n, lr=args.lr, epochs=args.epochs,
                          batch_size=args.batch_size, max_length=args.max_length, seed=args.seed, pooling=args.pooling)
-    columns = {"text": args.text_column, "second": args.second_column, "label": args.label_column}
-    data = task.load_data(args.train, args.eval, args.seed, columns)
     loaded = load_model(args.model, device=args.device)
     config.validate(loaded.num_layers)
     result = train_task(loaded, task, data, config, on_progress=_progress_printer())

@@ -16,26 +16,27 @@ import argparse
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.errors import VizError
 from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL, NSP_MODEL
+from vizcore.text import check_pair, check_text  # no torch: bad text is refused in a fraction of a second
 
 
 def load_masked_lm(args: argparse.Namespace, *texts: str):
     """``--model`` as a masked-LM, after the checks of ``texts`` that need no model (a built-in's mask is
     [MASK]: say it is missing before spending seconds on loading). The Why? commands load theirs here too."""
+    for text in texts:
+        check_text(text)  # before importing torch
     from vizcore.mlm.fill_mask import LITERAL_MASK, TYPED_MASK
     from vizcore.model.loading import load_model
-    from vizcore.model.run import check_text
 
     for text in texts:
-        check_text(text)
         if args.model in BUILTIN_MODELS and not TYPED_MASK.search(text):
             raise VizError(f"The text has no mask: type {LITERAL_MASK} where a word should be predicted.")
     return load_model(args.model, device=args.device, head="mlm")
 
 
 def _fill_mask(args: argparse.Namespace) -> dict:
+    loaded = load_masked_lm(args, args.text)  # checks the text before importing torch
     from vizcore.mlm.fill_mask import fill_iteratively, fill_mask
 
-    loaded = load_masked_lm(args, args.text)
     result = fill_mask(loaded, args.text, top_k=args.top_k)
     payload = {**result.to_dict(), "device": str(loaded.device)}
     if args.iterative:
@@ -47,10 +48,10 @@ def _fill_mask(args: argparse.Namespace) -> dict:
 
 
 def _next_sentence(args: argparse.Namespace) -> dict:
-    from vizcore.mlm.nsp import check_pair, next_sentence
+    check_pair(args.text, args.pair)  # before spending seconds on importing torch and loading the model
+    from vizcore.mlm.nsp import next_sentence
     from vizcore.model.loading import load_model
 
-    check_pair(args.text, args.pair)  # before spending seconds on loading the model
     loaded = load_model(args.model, device=args.device, head="nsp")
     return {**next_sentence(loaded, args.text, args.pair).to_dict(), "device": str(loaded.device)}
 

@@ -24,6 +24,7 @@ from vizcore.plot import (
     cell_text,
     colour_bar,
     display_tokens,
+    set_layout,
     tick_positions,
 )
 
@@ -56,8 +57,7 @@ def percent_axis_format(top: float) -> str:
 
 
 def compact_layout(fig: go.Figure, title: str, height: int, top: int = 70) -> go.Figure:
-    fig.update_layout({**base_layout_dict(title, height), "margin": {"l": 10, "r": 10, "t": top, "b": 10}})
-    return fig  # one update, not two: plotly's update_layout costs about 4 ms a call
+    return set_layout(fig, {**base_layout_dict(title, height), "margin": {"l": 10, "r": 10, "t": top, "b": 10}})
 
 
 # ---- predictions -------------------------------------------------------------------------------

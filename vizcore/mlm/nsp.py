@@ -22,7 +22,8 @@ import torch
 from vizcore.errors import VizError
 from vizcore.model.catalog import NSP_LABEL
 from vizcore.model.loading import LoadedModel, has_nsp_head
-from vizcore.model.run import Capture, check_text, run
+from vizcore.model.run import Capture, run
+from vizcore.text import check_pair
 
 WEIGHTS_ENV = "VIZCORE_NSP_WEIGHTS"
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "minilm-nsp.safetensors"
@@ -110,14 +111,6 @@ class NextSentence:
                 "segments": self.segments, "special": self.special, "truncated": self.truncated,
                 "num_input_tokens": self.num_input_tokens,
                 "cls_share": {part: values.tolist() for part, values in self.share.items()}}
-
-
-def check_pair(text: str, pair: str | None) -> None:
-    check_text(text, "sentence A")
-    if pair is None or not pair.strip():
-        raise VizError("Next sentence prediction needs a second sentence (B): type one (on the command line, "
-                       "--pair).")
-    check_text(pair, "sentence B")
 
 
 def next_sentence(loaded: LoadedModel, text: str, pair: str) -> NextSentence:

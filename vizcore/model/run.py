@@ -22,7 +22,6 @@ is changed at the input of the attention's output projection W_O, where heads si
 from __future__ import annotations
 
 import inspect
-import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,11 +37,10 @@ from vizcore.model import arch as archs
 from vizcore.model import sink
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
-from vizcore.text import MAX_CHARS, is_blank
+from vizcore.text import check_text, is_blank
 
 # Characters that can come from bytes of another encoding read with errors="surrogateescape"
 # (a command line in a non-UTF-8 locale): tokenizers and JSON refuse them.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 Hook = tuple[torch.nn.Module, str, Callable]  # (module, "pre" | "post", function)
 
 
@@ -79,17 +77,6 @@ class Patch:
     positions: tuple[int, ...]
     values: np.ndarray
     rows: tuple[int, ...] | None = None
-
-
-def check_text(text: str | None, what: str = "text") -> str:
-    if is_blank(text):
-        raise VizError(f"The {what} is empty: type a sentence.")
-    if len(text) > MAX_CHARS:
-        raise VizError(f"The {what} has {len(text):,} characters; the limit is {MAX_CHARS:,}. Shorten it.")
-    if bad := _SURROGATE.search(text):
-        raise VizError(f"The {what} has an invalid character at position {bad.start() + 1:,} (bytes that are "
-                       "not UTF-8?): retype it, or save it as UTF-8.")
-    return text
 
 
 def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[BatchEncoding, int]:
