@@ -69,7 +69,7 @@ def test_the_first_example_is_translated_right_with_every_view(page):
     gold = chart(at, "translate.cross")["data"][1]
     assert gold["name"] == "gold alignment" and len(gold["x"]) == int(expected.run.gold.sum())
     assert any("Layer 1, head 1: **7 of 8**" in m.value for m in at.markdown)  # measured on this input
-    assert chart(at, "translate.heldout")["layout"]["title"]["text"].startswith("On the 1,000 held-out dates")
+    assert chart(at, "translate.heldout")["layout"]["title"]["text"].startswith("1,000 held-out dates")
     assert [b.proto.label for b in at.get("download_button")] == ["Download this run (JSON)"]
     assert {k: link(at)[k] for k in ("source", "translator", "beam", "step", "layer", "enc_layer", "head")} == {
         "source": FIRST, "translator": "date-translator", "beam": "1", "step": "11", "layer": "1",
@@ -211,7 +211,7 @@ def test_training_starts_stops_and_the_trained_model_can_be_used(new_app):
     no_exception(at)
     assert at.selectbox(key="translate.model_choice").value == "trained-here"
     assert output_line(at) == f"## Output: `{translate(FIRST, translator=_trained(job)).run.output}`"
-    assert chart(at, "translate.heldout")["layout"]["title"]["text"] == "On 200 held-out dates (measured now)"
+    assert chart(at, "translate.heldout")["layout"]["title"]["text"] == "200 held-out dates (measured now)"
 
 
 def _trained(job):

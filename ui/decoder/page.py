@@ -13,6 +13,7 @@ default (N = 1, temperature 0). With ``persist_state`` the server keeps the valu
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -344,8 +345,9 @@ def show_attention(view: StepView, layer: int, head: int) -> None:
 
     newest = view.tokens[-1]
     left, right = st.columns(2)
+    # a short title: the chart has half of a 1024-px laptop's width
     left.plotly_chart(new_token_attention(view.newest_attention, view.tokens, layer - 1,
-                                          f"Where the newest token '{newest}' looks · layer {layer}"),
+                                          f"Where '{html.escape(newest)}' looks · layer {layer}"),
                       key="generate.attention", config=CHART)
     right.plotly_chart(causal_mask_heatmap(view.attention[layer - 1, head - 1], view.tokens,
                                            f"The causal mask · layer {layer}, head {head}"),

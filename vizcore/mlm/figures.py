@@ -37,7 +37,7 @@ KIND_STYLE = {  # code -> (legend name, colour); colour-blind-safe (Okabe-Ito)
     RANDOM: ("selected → random token (10 %)", "#e69f00"),
     UNCHANGED: ("selected → left unchanged (10 %)", "#009e73"),
 }
-TOKENS_PER_ROW = 10
+TOKENS_PER_ROW = 7  # at 1024 px wide a cell is then about 90 px: room for "quick → ideology" on two lines
 
 
 def plain(text: str) -> str:
