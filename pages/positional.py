@@ -96,10 +96,11 @@ else:
     check = or_stop(check_offset, table, k)
     shown = min(d, 8)
     st.plotly_chart(matrix_heatmap(offset_map(k, d)[:shown, :shown],
-                                   f"M_{k}: top-left {shown} × {shown} of its {d} × {d} (the rest is zero "
-                                   "off the 2×2 blocks)", row_title="output dim", col_title="input dim",
+                                   f"M_{k}, top-left {shown} × {shown} of {d} × {d}",
+                                   row_title="output dim", col_title="input dim",
                                    value_name="M_k", zrange=(-1.0, 1.0)),
                     key="positional.offset_map", config=CHART)
+    st.caption(f"Only the top-left corner is drawn; the rest of M_{k} is zero off its 2×2 blocks.")
     st.metric(f"Reconstruction error max |M_{k}·PE(pos) − PE(pos+{k})| over {check.pairs} positions",
               f"{check.max_abs_error:.1e}")
 
@@ -110,14 +111,15 @@ learned = or_stop(get_learned, sel.model, sel.device, n)
 shown_n = learned.table.shape[0]
 st.markdown(f"BERT does not use sinusoids: **{learned.model}** learned one vector per position "
             f"({learned.available:,} positions × {learned.table.shape[1]} dimensions). Below: its first "
-            f"{shown_n} positions beside the sinusoidal table above ({n} × {d}).")
+            f"{shown_n} positions beside the sinusoidal table above ({n} × {d}). Each map: the cosine similarity "
+            "of every pair of positions.")
 if shown_n < n:
     st.warning(f"The model has only {learned.available:,} positions; showing those.")
 left, right = st.columns(2)
-left.plotly_chart(matrix_heatmap(similarity(learned.table, "cosine"), "Learned: cosine similarity",
+left.plotly_chart(matrix_heatmap(similarity(learned.table, "cosine"), "Learned",
                                  row_title="position", col_title="position", value_name="cosine"),
                   key="positional.learned_similarity", config=CHART)
-right.plotly_chart(matrix_heatmap(similarity(table, "cosine"), "Sinusoidal: cosine similarity",
+right.plotly_chart(matrix_heatmap(similarity(table, "cosine"), "Sinusoidal",
                                   row_title="position", col_title="position", value_name="cosine"),
                    key="positional.sin_similarity", config=CHART)
 skip_first = st.checkbox("Leave position 0 out of the PCA", key="positional.skip_first",

@@ -78,7 +78,7 @@ def test_bad_sizes_show_a_clear_message(app, key, value, message):
 def test_learned_positions_are_the_embedded_models_own(app):
     weight = load_model(DEFAULT_MODEL, device="cpu").model.embeddings.position_embeddings.weight[:64]
     expected = torch.nn.functional.cosine_similarity(weight[:, None], weight[None, :], dim=-1).numpy()
-    z = decode_plotly(chart(app, "Learned: cosine similarity")["data"][0]["z"])
+    z = decode_plotly(chart(app, "Learned · shape")["data"][0]["z"])
     np.testing.assert_allclose(z, expected, atol=1e-5)
     assert any("512 positions × 384 dimensions" in m.value for m in app.markdown)
     scatter = chart(app, "Learned: PCA")["data"][0]

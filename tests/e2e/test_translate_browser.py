@@ -34,7 +34,7 @@ def test_a_direct_link_shows_the_answer_the_steps_and_the_three_attentions(app_u
     screenshot(page, "translate")
     page.get_by_role("tab", name="The three attentions").click()
     cross = re.compile(r"^Cross-attention\s*layer 1, head 2")  # a two-line title: its lines run together
-    for title in ("Encoder self-attention", "Decoder masked self-attention", cross):
+    for title in ("Encoder self-attention", "Masked self-attention", cross):
         page.locator(".js-plotly-plot .gtitle", has_text=title).first.wait_for(timeout=30_000)
     page.get_by_role("tab", name="Decoding, step by step").click()
     page.get_by_role("button", name="◀ Previous").click()

@@ -69,8 +69,8 @@ def show(ctx: WhyContext) -> dict:
     st.caption("Rows: the embedding output, then the output of each layer. 1 = the clean answer is back, 0 = "
                "nothing changed, negative = further away. The last layer at the mask is exactly 1 (it is what the "
                "masked-LM head reads) and 0 elsewhere; the embeddings recover only where the sentences differ.")
-    st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: one head's output, at every "
-                                       "position, patched from the clean run", "recovered", scale=DIVERGING,
+    st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: each head patched from the clean "
+                                       "run", "recovered", scale=DIVERGING,
                                        zrange=_symmetric(result.head_recovered)),
                     key="why.patching.heads", config=CHART)
     st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),

@@ -70,7 +70,7 @@ def decoder_attention_heatmap(run: Seq2SeqRun, layer: int, head: int) -> go.Figu
     """Decoder masked self-attention [position, position] over what the decoder read (the start token,
     then the outputs so far); cells above the diagonal are a later output, masked: grey with ✕."""
     matrix = head_matrix(run.decoder, layer, head, "decoder")
-    fig = causal_mask_heatmap(matrix, run.decoder_tokens, where("Decoder masked self-attention", layer, head))
+    fig = causal_mask_heatmap(matrix, run.decoder_tokens, where("Masked self-attention", layer, head))
     fig.layout.shapes = ()  # the generation page frames its newest token; here every row is an output step
     writes = np.array([[shown(t)] * len(run.output_tokens) for t in display_tokens(run.output_tokens)], dtype=object)
     fig.data[0].update(customdata=writes,
