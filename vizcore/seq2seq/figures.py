@@ -33,6 +33,7 @@ from vizcore.plot import (
     base_layout,
     display_tokens,
     layer_head_heatmap,
+    set_layout,
 )
 from vizcore.seq2seq.record import Seq2SeqRun
 
@@ -135,9 +136,8 @@ def alignment_accuracy_heatmap(accuracy: np.ndarray, title: str = "Alignment acc
     # The legend under the cells, not beside them: in half of a laptop's width a bar at the side left each of
     # four heads 12 px, narrower than its "88%".
     fig.update_traces(colorbar={"tickformat": ".0%", "orientation": "h", "y": -0.08, "yanchor": "top",
-                                "title": {"text": "alignment accuracy", "side": "top"}, "thickness": 14},
-                      selector={"type": "heatmap"})
-    fig.update_layout(margin={"b": 90}, height=fig.layout.height + 80)
+                                "title": {"side": "top"}, "thickness": 14}, selector={"type": "heatmap"})
+    set_layout(fig, {"margin": {"b": 90}, "height": fig.layout.height + 80})
     if not np.isnan(accuracy).all():
         best_layer, best_head = np.unravel_index(np.nanargmax(accuracy), accuracy.shape)
         fig.add_shape(type="rect", x0=best_head - 0.5, x1=best_head + 0.5, y0=best_layer - 0.5, y1=best_layer + 0.5,
