@@ -18,7 +18,7 @@ CHROMIUM ?= /usr/bin/chromium
 # tiers in one session: a session's start (each process imports torch and transformers and collects) cost
 # 8-15 s a tier, and at each tier's end one process waited for the other's last file (docs/BENCHMARKS.md).
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
-PARALLEL := -n 2 --dist loadfile
+PARALLEL := -n 2 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
 .PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean

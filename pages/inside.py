@@ -23,6 +23,7 @@ from ui.inside.page import (
     show_matrix,
 )
 from ui.layer_head import layer_head
+from ui.layout import lazy_tabs
 from ui.state import attention_or_stop, model_or_stop, selection, warn_if_truncated
 from vizcore.colours import ATTENTION
 from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
@@ -70,9 +71,10 @@ show_check(f"max |Δ| attention, layer {layer} head {head}", steps.attention_dif
 show_check(f"max |Δ| attention, all {steps.num_heads} heads", steps.all_heads_diff, checks[1])
 show_check(f"max |Δ| layer {layer} output", steps.output_diff, checks[2])
 
-tabs = st.tabs(["Input embeddings", "The layer, step by step", "Why √d_k", "Masks", "Word order"])
+tabs = lazy_tabs(["Input embeddings", "The layer, step by step", "Why √d_k", "Masks", "Word order"], f"{PAGE}.tab",
+                 keep={f"{PAGE}.dk": 64, f"{PAGE}.pad_other": "It was tired.", f"{PAGE}.seed": 0})
 
-with tabs[0]:
+def show_embeddings() -> None:
     parts = or_stop(get_embedding_parts, sel.model, sel.device, sel.text, sel.pair)
     st.markdown("BERT's input for each token is the sum of three learned vectors, then a LayerNorm: "
                 "**token** (which word piece) + **position** (where it is) + **segment** (sentence A or B).")
@@ -89,7 +91,7 @@ with tabs[0]:
         show_matrix(matrix, title, f"{PAGE}.emb{i}", rows=labels)
     show_check("max |Δ| vs the model's own layer-1 input", parts.max_abs_diff)
 
-with tabs[1]:
+def show_layer() -> None:
     hd = f"head {head}"
     st.subheader(f"1. The input X of layer {layer}")
     st.caption("For layer 1 these are the embeddings; for layer l, the output of layer l − 1. "
@@ -133,11 +135,11 @@ with tabs[1]:
     show_matrix(steps.output, f"Output of layer {layer}", f"{PAGE}.out", rows=labels)
     show_check("max |output − model's own hidden state|", steps.output_diff)
 
-with tabs[2]:
+def show_scaling() -> None:
     st.markdown("If q and k have d_k independent entries of variance 1, q·k is a sum of d_k products of "
                 "variance 1, so **Var(q·k) = d_k**. Large scores push the softmax to one key (saturation), "
                 "where gradients vanish; dividing by √d_k brings the variance back to 1.")
-    d_k_choice = st.select_slider("d_k", D_K_CHOICES, value=64, key=f"{PAGE}.dk")
+    d_k_choice = st.select_slider("d_k", D_K_CHOICES, key=f"{PAGE}.dk")
     demo = get_scaling(d_k_choice)
     cols = st.columns(3)
     cols[0].metric(f"Var(q·k), {demo.samples:,} random pairs", f"{demo.variance_unscaled:,.2f}",
@@ -151,9 +153,9 @@ with tabs[2]:
                 f"**{demo.scaled_entropy:.2f} bits** scaled (all keys equal: {demo.max_entropy:.2f} bits). "
                 f"This model's heads use d_k = {d_k}.")
 
-with tabs[3]:
+def show_masks() -> None:
     st.subheader("Padding mask: two sentences in one batch")
-    other = st.text_input("Second sentence of the batch", "It was tired.", key=f"{PAGE}.pad_other",
+    other = st.text_input("Second sentence of the batch", key=f"{PAGE}.pad_other",
                           help="Batched with the sidebar sentence; the shorter one is padded with [PAD].")
     padding = or_none(get_padding, sel.model, sel.device, sel.text, other, layer - 1, head - 1)
     if padding is not None:
@@ -183,11 +185,11 @@ with tabs[3]:
     st.caption("A decoder (GPT-style) adds −∞ above the diagonal: each token sees only itself and earlier "
                "tokens, and the remaining weights are renormalised. Pick a decoder model to see its own pattern.")
 
-with tabs[4]:
+def show_word_order() -> None:
     st.markdown("Self-attention treats its input as a set. Shuffle the words (here: the whole encoder, "
                 "recomputed) and, **without** position embeddings, the outputs are the same vectors, shuffled. "
                 "**With** them, each word's output changes.")
-    seed = st.number_input("Shuffle number (changes the order)", 0, 1000, 0, key=f"{PAGE}.seed")
+    seed = st.number_input("Shuffle number (changes the order)", 0, 1000, key=f"{PAGE}.seed")
     perm = or_none(get_permutation, sel.model, sel.device, sel.text, sel.pair, int(seed))
     if perm is not None:
         shuffled = [run.tokens[i] for i in perm.order]
@@ -200,3 +202,10 @@ with tabs[4]:
                         config=CHART)
         st.caption("Without positions the differences are float64 rounding (about 1e-15): the same vectors, "
                    "in the shuffled order. The encoder here is the recomputation checked against the model above.")
+
+
+# only the open tab runs (ui/layout.py)
+for tab, show in zip(tabs, (show_embeddings, show_layer, show_scaling, show_masks, show_word_order)):
+    if tab.open:
+        with tab:
+            show()

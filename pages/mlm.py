@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_none
+from ui.layout import lazy_tabs
 from ui.mlm import nsp
 from ui.mlm import page as fm
 from ui.mlm.link import LINK
@@ -116,7 +117,8 @@ def show_mask_attention(result: FillMaskResult) -> None:
                     key="fill_mask.attention_view")
     rows = result.mask_attention[:, :, mask, :]  # (L, H, T)
     if view.startswith("One"):
-        layer = int(st.number_input("Layer", 1, layers, layers, step=1, key="fill_mask.attention_layer",
+        st.session_state.setdefault("fill_mask.attention_layer", layers)  # the last layer (kept across tabs)
+        layer = int(st.number_input("Layer", 1, layers, step=1, key="fill_mask.attention_layer",
                                     help=f"1 to {layers}: every head of that layer"))
         matrix, labels, what = rows[layer - 1], [f"head {h}" for h in range(1, heads + 1)], f"layer {layer}"
     else:
@@ -132,12 +134,11 @@ def show_mask_attention(result: FillMaskResult) -> None:
 def show_masking_rule(name: str, device: str) -> None:
     st.markdown("How BERT makes its training examples: 15 % of the ordinary tokens are picked for prediction; "
                 "of those, 80 % become [MASK], 10 % a random token and 10 % stay as they are.")
-    st.session_state.setdefault("fill_mask.rule_text", fm.DEFAULT_RULE_TEXT)
     text = st.text_area("Any sentence", key="fill_mask.rule_text", height=80)
     left, middle, right = st.columns([1, 1, 1])
-    seed = left.number_input("Seed", 0, 1_000_000, 0, key=fm.KEY_SEED)
+    seed = left.number_input("Seed", 0, 1_000_000, key=fm.KEY_SEED)
     left.button("Draw again (next seed)", key="fill_mask.next_seed", on_click=fm.next_seed)
-    draws = middle.number_input("Draws for the rates", 100, 20_000, 2000, step=100, key="fill_mask.draws")
+    draws = middle.number_input("Draws for the rates", 100, 20_000, step=100, key="fill_mask.draws")
     try:
         draw = fm.get_draw(name, device, text, int(seed))
         rates = fm.get_rates(name, device, text, int(draws), int(seed))
@@ -172,25 +173,28 @@ def masked_words(device: str) -> None:
     if fm.mlm_or_none(name, device) is None:
         return
     text = sentence_controls(name, device)
-    predictions_tab, lens_tab, attention_tab, rule_tab = st.tabs(
-        ["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"])
-    with rule_tab:
-        show_masking_rule(name, device)
-    with predictions_tab:
+    tabs = lazy_tabs(["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"], "fill_mask.tab",
+                     keep={**dict.fromkeys(("fill_mask.lens_mask", "fill_mask.attention_mask",
+                                            "fill_mask.attention_view", "fill_mask.attention_layer")),
+                           "fill_mask.rule_text": fm.DEFAULT_RULE_TEXT, fm.KEY_SEED: 0, "fill_mask.draws": 2000})
+    predictions_tab, lens_tab, _, rule_tab = tabs
+    with next(tab for tab in tabs if tab.open):  # only the open tab runs (ui/layout.py)
+        if rule_tab.open:  # any sentence: it needs no prediction
+            show_masking_rule(name, device)
+            return
         result = or_none(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)))
-    if result is None:
-        return
-    if result.truncated:
-        st.warning(f"The input has {result.num_input_tokens:,} tokens; this model reads at most "
-                   f"{len(result.tokens):,}, so the rest is cut off.")
-    with predictions_tab:
-        st.markdown("Tokens: " + " ".join(f"`{t.replace('`', 'ˋ')}`" for t in display_tokens(result.tokens)))
-        show_predictions(result, name, device, text)
-    with lens_tab:
-        show_lens(result)
-    with attention_tab:
-        show_mask_attention(result)
-
+        if result is None:
+            return
+        if result.truncated:
+            st.warning(f"The input has {result.num_input_tokens:,} tokens; this model reads at most "
+                       f"{len(result.tokens):,}, so the rest is cut off.")
+        if predictions_tab.open:
+            st.markdown("Tokens: " + " ".join(f"`{t.replace('`', 'ˋ')}`" for t in display_tokens(result.tokens)))
+            show_predictions(result, name, device, text)
+        elif lens_tab.open:
+            show_lens(result)
+        else:
+            show_mask_attention(result)
 
 url_state.warn(url_state.read(LINK))
 nsp.prepare()

@@ -58,6 +58,39 @@ def tiny_mlm_dir(tmp_path_factory):
     return make
 
 
+# ---- the order two test processes take the files in (make test) ------------------------------------------
+
+def pytest_collection_modifyitems(config, items):
+    """Each browser file, then its share of the integration and AppTest files; the unit files last.
+
+    pytest-xdist's loadfile hands a process the next file when its own is nearly done; the Makefile turns off
+    its reordering (most tests first), which ran the browser files last, alone on both cores for the last
+    1.5 minutes at 70 % CPU: a browser test waits for its page to settle between runs, its Chromium and
+    server idle. Interleaved, one process is mostly in a browser file while the other computes (files of the
+    two kinds take about the same time in all). The unit tier's short files end both processes together.
+    """
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    by_tier: dict[str, list[str]] = {}
+    for name in files:
+        parts = name.split("/")
+        by_tier.setdefault(parts[1] if len(parts) > 2 and parts[0] == "tests" else "", []).append(name)
+    browser = by_tier.pop("e2e", [])
+    units = by_tier.pop("unit", [])
+    others = [name for tier in by_tier.values() for name in tier]
+    for group in (browser, others):  # many tests first within each kind (xdist's own order)
+        group.sort(key=lambda name: -len(files[name]))
+    order: list[str] = []
+    share = len(others) / max(len(browser), 1)
+    for index, name in enumerate(browser):
+        order.append(name)
+        order += others[round(index * share):round((index + 1) * share)]
+    order += others[len(order) - len(browser):] + units
+    assert sorted(order) == sorted(files), "every file once"
+    items[:] = [item for name in order for item in files[name]]
+
+
 # ---- one line per tier at the end of a session (make test runs the four tiers in one) ----------------------
 
 TIERS = ("unit", "integration", "app", "e2e")

@@ -9,6 +9,8 @@ metric's label wraps rather than ending in an ellipsis.
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 import streamlit as st
 
 NARROW_PX = 1400
@@ -29,3 +31,19 @@ CSS = f"""
 def apply() -> None:
     """Call once per run, before the page draws (an element-free style block: it takes no space)."""
     st.html(CSS)
+
+
+def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:
+    """Tabs that run only the open one: a click on a tab reruns the page with it open (``on_change="rerun"``),
+    and ``tab.open`` is True for that tab alone, so a page draws ``if tab.open:`` what it shows there. Step by
+    step recomputed and sent its 25 charts on every change of layer or sentence, four tabs of them hidden.
+
+    ``keep``: the widgets inside the tabs (key -> default), pinned in the session so that a value set in one
+    tab is still there after a visit to another (Streamlit drops a widget's state after a run that did not
+    draw it). Those widgets take their default from here, not from their own ``value`` (which would warn of a
+    value set twice); a default of None pins a value only once the widget has one.
+    """
+    for name, default in (keep or {}).items():
+        if name in st.session_state or default is not None:
+            st.session_state[name] = st.session_state.get(name, default)
+    return st.tabs(list(labels), key=key, on_change="rerun")

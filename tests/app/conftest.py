@@ -94,6 +94,12 @@ def set_shared(at: AppTest, **values: str) -> AppTest:
     return at.run()
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """What a click on one of a page's lazy tabs does (ui/layout.py): the page reruns with it open."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def renderer_payload(at, index=0) -> dict:
     """The client-side attention view's data (``ui/attention_component.py``): the renderer's payload, sent in
     its binary form; layers as deflated bytes."""

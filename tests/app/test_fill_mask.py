@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from transformers import pipeline
 
-from tests.app.conftest import decode_plotly
+from tests.app.conftest import decode_plotly, open_tab
 from tests.support.mlm_weights import make_mlm_weights
 from tests.support.tiny import build_tiny_mlm
 from ui.mlm.page import DEFAULT_TEXT, OTHER_MODEL
@@ -108,15 +108,22 @@ def test_two_masks_get_their_own_bars_and_an_iterative_fill(app):
 def test_with_two_masks_the_lens_and_attention_follow_the_chosen_mask(app):
     app.button(key="fill_mask.example3").click().run()
     second = fill_mask(get_model(MLM_MODEL, "auto", "mlm"), app.text_area(key="fill_mask.text").value).masks[1]
+    open_tab(app, "fill_mask.tab", "Layer by layer")
     app.selectbox(key="fill_mask.lens_mask").set_value(1).run()
     lens = chart(app, "fill_mask.lens")
     assert "mask 2" in lens["layout"]["title"]["text"]
     assert [cell.split("<br>")[0] for cell in lens["data"][0]["text"][-1]] == [p.token for p in second.predictions]
+    open_tab(app, "fill_mask.tab", "Attention of the mask")
     app.selectbox(key="fill_mask.attention_mask").set_value(1).run()
+    assert "mask 2 (token 6)" in chart(app, "fill_mask.attention")["layout"]["title"]["text"]
+    open_tab(app, "fill_mask.tab", "Layer by layer")  # each tab kept its own choice
+    assert "mask 2" in chart(app, "fill_mask.lens")["layout"]["title"]["text"]
+    open_tab(app, "fill_mask.tab", "Attention of the mask")
     assert "mask 2 (token 6)" in chart(app, "fill_mask.attention")["layout"]["title"]["text"]
 
 
 def test_number_of_draws_sets_the_measured_counts(app):
+    open_tab(app, "fill_mask.tab", "80/10/10 masking")
     app.number_input(key="fill_mask.draws").set_value(500).run()
     rates = table_with(app, "std_error")
     assert rates["out_of"].iloc[0] == 500 * 19  # 19 ordinary tokens in the default rule sentence
@@ -132,15 +139,19 @@ def test_clicking_a_word_masks_it(app):
 
 
 def test_logit_lens_has_a_row_per_layer_ending_in_the_prediction(app):
+    words, scores = bar_words(app), bar_scores(app)
+    assert all("lens" not in e.proto.id for e in app.get("plotly_chart"))  # a closed tab runs nothing
+    open_tab(app, "fill_mask.tab", "Layer by layer")
     lens = chart(app, "fill_mask.lens")["data"][0]
     z = decode_plotly(lens["z"])
     assert z.shape == (7, 5)  # embeddings + 6 layers, top 5
     assert chart(app, "fill_mask.lens")["layout"]["yaxis"]["ticktext"][0] == "embeddings"
-    assert [cell.split("<br>")[0] for cell in lens["text"][-1]] == bar_words(app)
-    np.testing.assert_allclose(z[-1], bar_scores(app), rtol=1e-4)
+    assert [cell.split("<br>")[0] for cell in lens["text"][-1]] == words
+    np.testing.assert_allclose(z[-1], scores, rtol=1e-4)
 
 
 def test_mask_attention_by_layer_and_head(app):
+    open_tab(app, "fill_mask.tab", "Attention of the mask")
     spec = chart(app, "fill_mask.attention")
     z = decode_plotly(spec["data"][0]["z"])
     assert z.shape == (12, 9)  # 12 heads x [CLS] the capital of france is [MASK] . [SEP]
@@ -152,6 +163,7 @@ def test_mask_attention_by_layer_and_head(app):
 
 
 def test_masking_rule_tab_shows_one_draw_and_rates_near_the_targets(app):
+    open_tab(app, "fill_mask.tab", "80/10/10 masking")
     rates = table_with(app, "std_error")
     assert list(rates["target"]) == ["15%", "80%", "10%", "10%"]
     measured = [float(v.rstrip("%")) / 100 for v in rates["measured"]]

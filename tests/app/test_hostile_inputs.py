@@ -21,7 +21,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from transformers import AutoTokenizer
 
-from tests.app.conftest import APP, TIMEOUT, decode_plotly, renderer_head
+from tests.app.conftest import APP, TIMEOUT, decode_plotly, open_tab, renderer_head
 from ui.state import OTHER_MODEL
 from vizcore.attention.payload import read_binary_payload
 from vizcore.mlm.weights import DEFAULT_WEIGHTS, MLM_MODEL, WEIGHTS_ENV
@@ -188,6 +188,7 @@ def explorer():
 @pytest.fixture(scope="module")
 def step(tiny_bert_dir):
     at = open_page("pages/inside.py", model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
+    open_tab(at, "step_by_step.tab", "The layer, step by step")  # the weights (only the open tab runs)
     at.normal = first_z(at, "step_by_step.weights")
     at.tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
     return at
@@ -229,6 +230,7 @@ def reset_fill(at: AppTest) -> AppTest:
     at.session_state["fill_mask.model_choice"] = MLM_MODEL
     at.session_state["fill_mask.text"] = NORMAL_MASKED
     at.session_state["fill_mask.rule_text"] = NORMAL
+    at.session_state["fill_mask.tab"] = "Predictions"
     return drive(at)
 
 
@@ -426,6 +428,7 @@ def test_hostile_masked_sentence(fill, minilm_tokenizer, name):
 def test_hostile_masking_rule_sentence(fill, name):
     text = SENTENCES[name]
     reset_fill(fill)
+    open_tab(fill, "fill_mask.tab", "80/10/10 masking")  # ui/layout.py: only the open tab runs
     fill.text_area(key="fill_mask.rule_text").set_value(text).run()
     assert_clean(fill)
     if name in BLANK or name in ("special-tokens-only", "600-masks"):  # typed special tokens are never selected
@@ -439,7 +442,7 @@ def test_hostile_masking_rule_sentence(fill, name):
     fill.text_area(key="fill_mask.rule_text").set_value(NORMAL).run()
     assert_clean(fill)
     assert not fill.error and chart(fill, "fill_mask.strip")
-    assert bars(fill) == fill.normal
+    assert bars(open_tab(fill, "fill_mask.tab", "Predictions")) == fill.normal
 
 
 # ---- page-specific text boxes: Explorer's compare, step by step's padding batch ------------------
@@ -480,6 +483,7 @@ def test_hostile_sentence_to_compare_with(explorer, minilm_tokenizer, name):
 @pytest.mark.parametrize("name", SECOND_BOX + ["empty"])
 def test_hostile_padding_sentence(step, name):
     text = SENTENCES[name]
+    open_tab(step, "step_by_step.tab", "Masks")
     step.text_input(key="step_by_step.pad_other").set_value(text)
     drive(step)
     assert_clean(step)
@@ -492,10 +496,12 @@ def test_hostile_padding_sentence(step, name):
         padded = first_z(step, "step_by_step.padded")
         assert padded.shape[0] == padded.shape[1] and np.allclose(padded.sum(1), 1.0, atol=1e-4)
     assert step.text_input(key="step_by_step.pad_other").value == text
-    np.testing.assert_array_equal(first_z(step, "step_by_step.weights"), step.normal)  # the rest of the page
+    np.testing.assert_array_equal(first_z(step, "step_by_step.bidir"), step.normal)  # the rest of the tab
     step.text_input(key="step_by_step.pad_other").set_value("It was tired.")
-    check_recovers(step, "step")
+    drive(step)
     assert chart(step, "step_by_step.padded")
+    open_tab(step, "step_by_step.tab", "The layer, step by step")
+    check_recovers(step, "step")
 
 
 # ---- links with hostile query parameters (each a fresh session: links are read on the first run) --
@@ -547,6 +553,8 @@ def test_hostile_link(new_app, tiny_bert_dir, name):
     if page == "pages/inside.py":  # the tiny model keeps this quick
         at.base.update(model_choice=OTHER_MODEL, model_other=str(tiny_bert_dir))
     drive(at)
+    if page == "pages/inside.py":
+        open_tab(at, "step_by_step.tab", "The layer, step by step")
     assert_clean(at)
     assert not at.error, values(at, "error")
     if page in (None, "pages/attention.py", "pages/inside.py"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.app.conftest import decode_plotly, set_shared
+from tests.app.conftest import open_tab as open_tab_of
 from ui.state import DEFAULT_TEXT, OTHER_MODEL
 from vizcore.attention.extract import extract_attention
 from vizcore.model.heads import default_head
@@ -32,8 +33,27 @@ def chart(at, key: str) -> dict:
     raise AssertionError(f"no chart {key!r}")
 
 
+def open_tab(at, label: str):
+    return open_tab_of(at, "step_by_step.tab", label)
+
+
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
+
+
+def test_only_the_open_tab_runs_and_a_value_set_in_a_tab_survives_a_visit_to_another(app):
+    assert [tab.label for tab in app.tabs] == ["Input embeddings", "The layer, step by step", "Why √d_k", "Masks",
+                                               "Word order"]
+    assert len(app.get("plotly_chart")) == 5  # the embeddings' five matrices, not the other tabs' 20 charts
+    assert "max |Δ| vs the model's own layer-1 input" in metrics(app)
+    open_tab(app, "Why √d_k")
+    assert {element.proto.id.rsplit("-", 1)[-1] for element in app.get("plotly_chart")} == {
+        "step_by_step.variance", "step_by_step.softmax"}
+    app.select_slider(key="step_by_step.dk").set_value(256).run()
+    open_tab(app, "Word order")
+    assert "Var(q·k / √d_k)" not in metrics(app) and "the same, with position embeddings" in metrics(app)
+    open_tab(app, "Why √d_k")
+    assert app.select_slider(key="step_by_step.dk").value == 256 and "Var(q·k), 2,000 random pairs" in metrics(app)
 
 
 def test_default_sentence_every_check_passes_and_weights_are_the_models(app, minilm):
@@ -43,6 +63,8 @@ def test_default_sentence_every_check_passes_and_weights_are_the_models(app, min
                   f"max |Δ| layer {LAYER} output",
                   "max |Δ| vs the model's own layer-1 input", "max |output − model's own hidden state|"):
         assert float(shown[label]) <= 1e-5, label
+        if label.startswith("max |Δ| vs"):  # the last check is the next tab's
+            shown = metrics(open_tab(app, "The layer, step by step"))
     own = extract_attention(minilm, DEFAULT_TEXT).attention
     weights = decode_plotly(chart(app, "step_by_step.weights")["data"][0]["z"])
     np.testing.assert_allclose(weights, own[LAYER - 1, HEAD - 1], atol=1e-5)
@@ -57,8 +79,10 @@ def test_layer_and_head_steppers_are_one_based(app, minilm):
     assert not app.exception
     shown = metrics(app)
     assert float(shown["max |Δ| attention, layer 4 head 7"]) <= 1e-5 and float(shown["max |Δ| layer 4 output"]) <= 1e-5
+    open_tab(app, "The layer, step by step")
     weights = decode_plotly(chart(app, "step_by_step.weights")["data"][0]["z"])
     np.testing.assert_allclose(weights, extract_attention(minilm, DEFAULT_TEXT).attention[3, 6], atol=1e-5)
+    open_tab(app, "Masks")
     causal = decode_plotly(chart(app, "step_by_step.causal")["data"][0]["z"])
     assert np.triu(causal, 1).max() == 0.0 and np.allclose(causal.sum(1), 1.0, atol=1e-5)
 
@@ -73,6 +97,7 @@ def test_embedding_parts_table_and_pair_segments(app):
 
 
 def test_sqrt_dk_demo_measures_the_variance(app):
+    open_tab(app, "Why √d_k")
     app.select_slider(key="step_by_step.dk").set_value(256).run()
     shown = metrics(app)
     assert float(shown["Var(q·k), 2,000 random pairs"].replace(",", "")) == pytest.approx(256, rel=0.12)
@@ -82,18 +107,18 @@ def test_sqrt_dk_demo_measures_the_variance(app):
 
 
 def test_padding_demo_and_its_bad_input(app):
-    shown = metrics(app)
+    shown = metrics(open_tab(app, "Masks"))
     assert shown["Largest weight on the 10 [PAD] keys (all layers, heads)"] == "0.0e+00"
     assert float(shown["max |Δ| vs the sentence run alone (real tokens)"]) <= 1e-5
     padded = decode_plotly(chart(app, "step_by_step.padded")["data"][0]["z"])
     assert padded.shape == (16, 16) and padded[:, 6:].max() == 0.0
     app.text_input(key="step_by_step.pad_other").set_value("").run()
     assert not app.exception and "empty" in app.error[0].value
-    assert "the same, with position embeddings" in metrics(app)  # the rest of the page still runs
+    assert "Weight on later keys (largest), masked" in metrics(app)  # the rest of the tab still runs
 
 
 def test_permutation_demo(app):
-    shown = metrics(app)
+    shown = metrics(open_tab(app, "Word order"))
     assert float(shown["max |f(shuffled) − shuffled f(original)|, no positions"]) <= 1e-5
     assert float(shown["the same, with position embeddings"]) > 0.5
     before = app.text[0].value
@@ -112,6 +137,7 @@ def test_markup_emoji_and_a_one_word_sentence(app):
     assert not app.exception and float(metrics(app)[f"max |Δ| layer {LAYER} output"]) <= 1e-5
     assert "[UNK]" in app.dataframe[0].value.iloc[0].tolist()
     set_shared(app, text="Hello")
+    open_tab(app, "Word order")
     assert not app.exception and "two different words" in app.error[0].value
 
 

@@ -97,15 +97,24 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh page (1400x1000) that records every request it makes in ``page.requests_made``."""
+@pytest.fixture(scope="session")
+def context(browser):
+    """One browser context for a test process's pages, as one user's browser: its cache keeps Streamlit's
+    scripts and plotly.js compiled from one test to the next (a fresh context per test cost Chromium 1.5-3
+    CPU-s more a page). Each page is still a new Streamlit session: its own websocket, its own state."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context):
+    """A fresh page (1400x1000) that records every request it makes in ``page.requests_made``."""
     page = context.new_page()
     page.requests_made = []
     page.on("request", lambda request: page.requests_made.append(request.url))
     yield page
-    context.close()
+    page.close()
 
 
 def external_requests(urls: list[str]) -> list[str]:
@@ -140,13 +149,20 @@ def wait_until_idle(page, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
     Run state and DOM stillness alone are not enough: with ten fresh browsers on two cores the chart
     component arrived 40-60 s after the run ended, and the page sat unchanged on a grey placeholder.
     """
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
+    wait_until_all_idle([page], quiet_ms, timeout_s)
+
+
+def wait_until_all_idle(pages: list, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
+    """``wait_until_idle`` for several pages at once: every one idle and unchanged over the same ``quiet_ms``
+    (ten pages waited for one after another each spent its own quiet time: 15 s of nothing)."""
+    for page in pages:
+        page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
     deadline = time.monotonic() + timeout_s
     last, stable_since = None, time.monotonic()
     while time.monotonic() < deadline:
-        busy, size = page.evaluate(_BUSY_AND_SIZE)
-        if busy or size != last:
-            last, stable_since = size, time.monotonic()
+        now = [page.evaluate(_BUSY_AND_SIZE) for page in pages]
+        if any(busy for busy, _ in now) or now != last:
+            last, stable_since = now, time.monotonic()
         elif (time.monotonic() - stable_since) * 1000 >= quiet_ms:
             return
         time.sleep(0.2)
@@ -245,10 +261,15 @@ def tab(label: str):
     return ("tab", lambda page: page.get_by_role("tab", name=label, exact=True))
 
 
+def lazy_tab(label: str):
+    """A tab that runs only when open (ui/layout.py, lazy_tabs): a click reruns the page."""
+    return ("run", lambda page: page.get_by_role("tab", name=label, exact=True))
+
+
 def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
-    """Open each ``(view, radio(...) | segment(...) | tab(...))`` as a user does and check that it fits
+    """Open each ``(view, radio(...) | segment(...) | tab(...) | lazy_tab(...))`` as a user does and check that it fits
     the laptop (``assert_fits_the_laptop``: screenshot artifacts/screenshots/laptop-<name>-<view>.png).
-    A tab runs nothing on the server, so half a second without change is enough there. Each screenshot starts
+    A plain tab runs nothing on the server, so half a second without change is enough there. Each screenshot starts
     at the view's control (the window scrolled to it): the view is what it shows."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     for view, (kind, control) in views:

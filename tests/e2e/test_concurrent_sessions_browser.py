@@ -8,9 +8,7 @@ client-side view, ui/attention_component.py).
 
 from __future__ import annotations
 
-import time
-
-from tests.e2e.conftest import screenshot, streamlit_server, wait_until_idle
+from tests.e2e.conftest import screenshot, streamlit_server, wait_until_all_idle
 
 BROWSERS = 10
 ALL_DONE_S = 600  # ten fresh browsers and a cold model on 2 shared cores
@@ -23,9 +21,8 @@ def test_ten_browsers_opening_attention_at_once_each_end_with_the_heatmap(browse
             pages = [context.new_page() for context in contexts]
             for page in pages:
                 page.goto(f"{url}/attention?layer=2&head=3", wait_until="commit")
-            deadline = time.monotonic() + ALL_DONE_S
+            wait_until_all_idle(pages, timeout_s=ALL_DONE_S)
             for number, page in enumerate(pages):
-                wait_until_idle(page, timeout_s=max(deadline - time.monotonic(), 1))
                 state = page.evaluate("""() => ({
                     drawn: document.querySelectorAll('.ib-attention[data-head] canvas').length,
                     title: document.querySelector('.ib-attention .ib-title')?.textContent ?? '',

@@ -8,8 +8,8 @@ One server for the file, started with ``python -m streamlit run app.py`` (what h
 not ``make run``'s ``ui.launch``), and its very first request is a deep link with query parameters
 (``FIRST``): Streamlit decides whether a ``pages/`` folder makes an app a legacy (v1) multipage app when
 the server's first session starts, whatever page that session asks for, so the defect shows on that first
-request of a fresh server. Every other page is then the first request of its own new session (a new browser
-context) on the same server. (Until issue 29 each page started its own server: eight servers for one
+request of a fresh server. Every other page is then the first request of its own new session (a new page,
+its own websocket) on the same server. (Until issue 29 each page started its own server: eight servers for one
 decision, about 10 s each.)
 """
 
@@ -23,6 +23,7 @@ from tests.e2e.conftest import (
     LAPTOP,
     assert_fits_the_laptop,
     external_requests,
+    lazy_tab,
     radio,
     screenshot,
     segment,
@@ -73,9 +74,9 @@ VIEWS = {
         ("pairs", "Sentence-pair classification"), ("tokens", "Token classification"),
         ("qa", "Extractive question answering"))] + [("tiny", tab("Tiny Transformer from scratch"))],
     "corpus": [(name.lower(), tab(name)) for name in ("Relations", "Distributions", "Search")],
-    "fill-mask": [(name, tab(label)) for name, label in (
+    "fill-mask": [(name, lazy_tab(label)) for name, label in (
         ("lens", "Layer by layer"), ("mask-attention", "Attention of the mask"), ("masking", "80/10/10 masking"))],
-    "step-by-step": [(name, tab(label)) for name, label in (
+    "step-by-step": [(name, lazy_tab(label)) for name, label in (
         ("layer", "The layer, step by step"), ("sqrt-dk", "Why √d_k"), ("masks", "Masks"),
         ("word-order", "Word order"))],
 }
@@ -120,11 +121,11 @@ def fresh_server():
 
 
 @pytest.mark.parametrize("name", [FIRST] + [name for name in CASES if name != FIRST])  # FIRST runs first
-def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_streamlit_run(browser, fresh_server,
+def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_streamlit_run(context, fresh_server,
                                                                                         name):
     path, params, nav_title, heading, drawn = CASES[name]
-    context = browser.new_context(viewport=LAPTOP)  # a teacher's laptop (each page also fits it: issue 35 D)
-    page = context.new_page()
+    page = context.new_page()  # a new session: its own websocket
+    page.set_viewport_size(LAPTOP)  # a teacher's laptop (each page also fits it: issue 35 D)
     requests = []
     page.on("request", lambda request: requests.append(request.url))
     try:
@@ -146,4 +147,4 @@ def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_stream
         assert_fits_the_laptop(page, name)
         sweep_views(page, name, VIEWS.get(name, []))
     finally:
-        context.close()
+        page.close()

@@ -28,12 +28,11 @@ def current_step(page) -> int:
 
 
 def test_a_second_user_stays_responsive_waits_in_line_starts_when_the_first_tab_closes_and_stop_keeps_the_model(
-        app_url, browser):
+        app_url, context):
     """The server's one job queue with two users: while the first trains, the second's pages answer; the
     second's own run waits in line, showing its place; closing the first tab (not Stop) ends its run, so the
     second starts by itself within seconds; Stop then ends the second's run and keeps what it trained."""
-    first_tab = browser.new_context()
-    first = first_tab.new_page()
+    first = context.new_page()  # a tab
     first.requests_made = []
     first.on("request", lambda request: first.requests_made.append(request.url))
     open_lab(first, app_url)
@@ -46,8 +45,7 @@ def test_a_second_user_stays_responsive_waits_in_line_starts_when_the_first_tab_
     first.wait_for_function(f"document.querySelector('{PROGRESS}')?.innerText.includes('epoch')", timeout=120_000)
     first_step = current_step(first)
 
-    second_tab = browser.new_context(viewport={"width": 1400, "height": 1000})
-    second = second_tab.new_page()
+    second = context.new_page()  # another tab: its own session
     second.requests_made = []
     second.on("request", lambda request: second.requests_made.append(request.url))
     try:
@@ -75,7 +73,7 @@ def test_a_second_user_stays_responsive_waits_in_line_starts_when_the_first_tab_
         assert stop_button(second).is_enabled()
         screenshot(second, "jobs-waiting-in-line")
 
-        first_tab.close()  # the tab is gone: its websocket closes, and nothing will ever read its run
+        first.close()  # the tab is gone: its websocket closes, and nothing will ever read its run
         closed = time.monotonic()
         second.get_by_text("1st in line").wait_for(state="detached", timeout=90_000)
         waited_s = time.monotonic() - closed
@@ -95,7 +93,9 @@ def test_a_second_user_stays_responsive_waits_in_line_starts_when_the_first_tab_
         screenshot(second, "finetune-results")
         assert external_requests(first.requests_made + second.requests_made) == []
     finally:
-        second_tab.close()
+        second.close()
+        if not first.is_closed():
+            first.close()
 
 
 def test_tiny_transformer_heatmaps_refresh_while_it_trains_and_stop_keeps_the_model(app_url, page):
