@@ -11,14 +11,18 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 CHROMIUM ?= /usr/bin/chromium
 
-# The tests run in two pytest processes (pytest-xdist), one per core; a file's tests stay in one
-# process where they share a module's server, browser or Ray run. Every test process, and every process a
-# test starts (CLI, streamlit, Ray), runs torch on one thread: two processes with torch's default two
-# threads each would oversubscribe the two cores (torch's waiting threads spin). `make test` runs the four
+# The tests run in three pytest processes (pytest-xdist) on the two cores; a file's tests stay in one
+# process where they share a module's server, browser or Ray run. A browser test's process is idle about a
+# fifth of its time (a page settling, a server or subprocess starting): with two processes the cores were
+# 80-88 % busy, with three 95-100 % (9:41 -> 9:07 for the same tests, docs/BENCHMARKS.md). Every test
+# process, and every process a test starts (CLI, streamlit, Ray), runs torch on one thread: torch's default
+# threads per process would oversubscribe the cores (its waiting threads spin). `make test` runs the four
 # tiers in one session: a session's start (each process imports torch and transformers and collects) cost
-# 8-15 s a tier, and at each tier's end one process waited for the other's last file (docs/BENCHMARKS.md).
+# 8-15 s a tier, and at each tier's end one process waited for the others' last file. The files' order is
+# tests/conftest.py's (browser files interleaved with the others, unit files last): xdist's own (most tests
+# first) is turned off.
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
-PARALLEL := -n 2 --dist loadfile --no-loadscope-reorder
+PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
 .PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean

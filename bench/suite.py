@@ -90,9 +90,9 @@ def report(runs: list[dict]) -> str:
         f"{len(runs)} run(s) in a row, each a fresh `git clone` of the commit named, then `bash .ci/run` (= `make "
         f"test`), on {os.cpu_count()} cores. Phases by wall clock, m:ss (tests passed); the install creates the venv "
         "with uv from an empty cache (one resolve of requirements-test.txt, downloaded again) and checks Chromium; "
-        "the tests are one pytest session of the four tiers on two processes. Per tier: when its first test began "
-        "and its last ended (m:ss into the session; neighbouring tiers overlap where one process starts the next "
-        "tier while the other finishes), its tests passed, and its tests' summed time over both processes. "
+        "the tests are one pytest session of the four tiers on three processes. Per tier: when its first test began "
+        "and its last ended (m:ss into the session; the tiers' files are interleaved, tests/conftest.py), its tests "
+        "passed, and its tests' summed time over the processes. "
         f"{within} of {len(runs)} passed within the {BUDGET_S // 60}-minute budget.\n\n"
         + markdown_table(header, rows))
 

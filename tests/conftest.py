@@ -66,8 +66,8 @@ def pytest_collection_modifyitems(config, items):
     pytest-xdist's loadfile hands a process the next file when its own is nearly done; the Makefile turns off
     its reordering (most tests first), which ran the browser files last, alone on both cores for the last
     1.5 minutes at 70 % CPU: a browser test waits for its page to settle between runs, its Chromium and
-    server idle. Interleaved, one process is mostly in a browser file while the other computes (files of the
-    two kinds take about the same time in all). The unit tier's short files end both processes together.
+    server idle. Interleaved, browser files run beside files that compute (files of the two kinds take about
+    the same time in all). The unit tier's short files end the processes together.
     """
     files: dict[str, list] = {}
     for item in items:
@@ -102,8 +102,9 @@ def pytest_sessionstart(session):
 
 def pytest_terminal_summary(terminalreporter, config):
     """``tier unit: 1361 passed, 0 failed, 71.3 s of test time, 0:02-1:05`` per tier that ran: its tests'
-    setup, call and teardown summed over both processes, and when (m:ss from the session's start) its first
-    test began and its last ended. With two processes the tiers overlap a little where one ends."""
+    setup, call and teardown summed over the processes, and when (m:ss from the session's start) its first
+    test began and its last ended. The tiers' files are interleaved (pytest_collection_modifyitems), so
+    their spans overlap."""
     begin = getattr(config, "_tier_clock", None)
     tiers: dict[str, dict] = {}
     for reports in terminalreporter.stats.values():
