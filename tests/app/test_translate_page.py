@@ -103,10 +103,10 @@ def test_layer_and_head_change_the_figures_data(page):
     np.testing.assert_allclose(heat(at, "translate.cross"), expected.cross[0, 2], atol=1e-6)
     np.testing.assert_allclose(heat(at, "translate.encoder"), expected.encoder[1, 2], atol=1e-6)
     assert not np.allclose(expected.cross[0, 2], expected.cross[0, 0])  # so the check above could fail
-    assert chart(at, "translate.cross")["layout"]["title"]["text"] == "Cross-attention<br>layer 1, head 3"
-    assert (link(at)["head"], link(at)["enc_layer"]) == ("3", "2")
-    at.radio(key="translate.arrangement").set_value("One under another").run()
     assert chart(at, "translate.cross")["layout"]["title"]["text"] == "Cross-attention · layer 1, head 3"
+    assert (link(at)["head"], link(at)["enc_layer"]) == ("3", "2")
+    at.radio(key="translate.arrangement").set_value("Side by side").run()  # one under another by default
+    assert chart(at, "translate.cross")["layout"]["title"]["text"] == "Cross-attention<br>layer 1, head 3"
 
 
 def test_examples_and_the_seeded_random_date(page):

@@ -27,7 +27,6 @@ from vizcore.seq2seq.translator import CARD
 
 BARS = 10  # of the date model's 14 output tokens (the rest, <pad> and <s>, are never written)
 SIDE, STACKED = "Side by side", "One under another"
-SIDE_BY_SIDE_TOKENS = 16  # longer inputs or outputs start one under another (a third of a page is too narrow)
 ROLES = ("year", "month", "day")
 
 
@@ -142,9 +141,11 @@ def hub_step(view: View, step: int) -> None:
 
 def show_attentions(view: View, layer: int, enc_layer: int, head: int) -> None:
     run = view.run
-    long = max(len(run.input_tokens), len(run.output_tokens)) > SIDE_BY_SIDE_TOKENS
-    arrangement = st.radio("Arrangement", (SIDE, STACKED), index=int(long), key=K["arrangement"], horizontal=True,
-                           help="One under another is easier to read on a projector or for long texts.")
+    # One under another by default: side by side, each chart has a third of a 1024-px laptop's page and the
+    # column labels of a 9-word input ran into each other (screenshot, issue 35 D)
+    arrangement = st.radio("Arrangement", (STACKED, SIDE), key=K["arrangement"], horizontal=True,
+                           help="Side by side compares the three at a glance on a wide screen and for short texts; "
+                                "one under another gives each the page's width (a laptop, a projector).")
     figures = {"encoder": encoder_attention_heatmap(run, enc_layer - 1, head - 1),
                "decoder": decoder_attention_heatmap(run, layer - 1, head - 1),
                "cross": cross_attention_heatmap(run, layer - 1, head - 1)}
