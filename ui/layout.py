@@ -5,6 +5,8 @@ Streamlit's wide layout keeps 90 px of padding on each side of the page and 108 
 screen; on a 1024 px screen beside the 338 px sidebar that left 507 px for the page, so example buttons,
 metrics and control labels were cut or broken inside words. Below 1400 px wide the padding shrinks, and a
 metric's label wraps rather than ending in an ellipsis.
+
+``lazy_tabs``: tabs whose pages compute and draw only the open one (step by step, Fill-mask).
 """
 
 from __future__ import annotations
