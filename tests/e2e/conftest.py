@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -233,7 +234,8 @@ MEASURE = """() => {
 
 def assert_fits_the_laptop(page, name: str) -> None:
     """At 1024 x 768: no control label, metric or chosen value cut to "…", no label word broken across lines ("Learnin g
-    rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it).
+    rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it);
+    and no WCAG 2.2 AA violation axe-core finds (``assert_accessible``).
     Screenshot: artifacts/screenshots/laptop-<name>.png."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     screenshot(page, f"laptop-{name}")
@@ -242,6 +244,40 @@ def assert_fits_the_laptop(page, name: str) -> None:
     shown = (found["cut"], found["broken"], scrolls, found["clipped"])
     assert shown == ([], [], [], []), f"{name} at 1024 x 768: {found}"
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"
+    assert_accessible(page, name)
+
+
+# ---- WCAG 2.2 AA as axe-core measures it in the page (issue 30 A) ------------------------------------------
+# axe-core from the PyPI package axe-playwright-python (its axe.min.js; no CDN), run on the whole document with
+# the rules tagged for WCAG 2.0, 2.1 and 2.2 levels A and AA. Called at every page and main view the laptop
+# sweeps open (assert_fits_the_laptop), so every page and view is checked in the app's (light) theme.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+
+@functools.cache
+def _axe_source() -> str:
+    import axe_playwright_python
+
+    return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf-8")
+
+
+def axe_violations(page) -> list[str]:
+    """One line per rule axe-core finds broken: its id, impact, help, and its first element with the reason."""
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(_axe_source())
+    result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", WCAG_TAGS)
+    lines = []
+    for rule in result["violations"]:
+        node = rule["nodes"][0]
+        reason = " ".join(node.get("failureSummary", "").split())[:240]
+        lines.append(f"{rule['id']} ({rule['impact']}, {len(rule['nodes'])} elements): {rule['help']}; "
+                     f"e.g. {node['html'][:160]}: {reason}")
+    return lines
+
+
+def assert_accessible(page, name: str) -> None:
+    violations = axe_violations(page)
+    assert violations == [], f"{name}: WCAG 2.2 AA (axe-core)\n" + "\n".join(violations)
 
 
 # ---- every main view at 1024 x 768 (issue 35 D): a click per view where a test already has the page open -----
