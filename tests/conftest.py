@@ -58,7 +58,7 @@ def tiny_mlm_dir(tmp_path_factory):
     return make
 
 
-# ---- the order two test processes take the files in (make test) ------------------------------------------
+# ---- the order the test processes take the files in (make test) ------------------------------------------
 
 def pytest_collection_modifyitems(config, items):
     """Each browser file, then its share of the integration and AppTest files; the unit files last.
@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(config, items):
     for index, name in enumerate(browser):
         order.append(name)
         order += others[round(index * share):round((index + 1) * share)]
-    order += others[len(order) - len(browser):] + units
+    order += units  # the slices above cover every other file (their last bound is len(others))
     assert sorted(order) == sorted(files), "every file once"
     items[:] = [item for name in order for item in files[name]]
 
