@@ -33,8 +33,8 @@ def main() -> None:
         st.Page("pages/corpus.py", title="Corpus: many sentences", icon=":material/library_books:",
                 url_path="corpus"),
     ]
-    layout.apply()
     sidebar()
+    layout.apply()
     page = st.navigation(pages)
     if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
         import_model_stack()

@@ -23,7 +23,7 @@ from ui.inside.page import (
     show_matrix,
 )
 from ui.layer_head import layer_head
-from ui.layout import lazy_tabs
+from ui.layout import for_screen, lazy_tabs
 from ui.state import attention_or_stop, model_or_stop, selection, warn_if_truncated
 from vizcore.colours import ATTENTION
 from vizcore.inside.demos import D_K_CHOICES, causal_weights, weight_above_diagonal
@@ -146,9 +146,9 @@ def show_scaling() -> None:
                    help="theory: d_k")
     cols[1].metric("theory: d_k", f"{d_k_choice:,}")
     cols[2].metric("Var(q·k / √d_k)", f"{demo.variance_scaled:.3f}", help="theory: 1")
-    st.plotly_chart(variance_figure(get_variance_curve(), d_k_choice), key=f"{PAGE}.variance", config=CHART)
-    st.plotly_chart(softmax_bars(demo.unscaled_weights, demo.scaled_weights, demo.unscaled_entropy,
-                                 demo.scaled_entropy, d_k_choice), key=f"{PAGE}.softmax", config=CHART)
+    st.plotly_chart(for_screen(variance_figure(get_variance_curve(), d_k_choice)), key=f"{PAGE}.variance", config=CHART)
+    st.plotly_chart(for_screen(softmax_bars(demo.unscaled_weights, demo.scaled_weights, demo.unscaled_entropy,
+                                            demo.scaled_entropy, d_k_choice)), key=f"{PAGE}.softmax", config=CHART)
     st.markdown(f"Entropy of the weights: **{demo.unscaled_entropy:.2f} bits** unscaled, "
                 f"**{demo.scaled_entropy:.2f} bits** scaled (all keys equal: {demo.max_entropy:.2f} bits). "
                 f"This model's heads use d_k = {d_k}.")
@@ -198,7 +198,7 @@ def show_word_order() -> None:
         cols[0].metric("max |f(shuffled) − shuffled f(original)|, no positions",
                        f"{perm.diff_without_positions:.1e}")
         cols[1].metric("the same, with position embeddings", f"{perm.diff_with_positions:.3f}")
-        st.plotly_chart(change_bars(shuffled, perm.change_without, perm.change_with), key=f"{PAGE}.perm",
+        st.plotly_chart(for_screen(change_bars(shuffled, perm.change_without, perm.change_with)), key=f"{PAGE}.perm",
                         config=CHART)
         st.caption("Without positions the differences are float64 rounding (about 1e-15): the same vectors, "
                    "in the shuffled order. The encoder here is the recomputation checked against the model above.")

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_none
-from ui.layout import lazy_tabs
+from ui.layout import for_screen, lazy_tabs
 from ui.mlm import nsp
 from ui.mlm import page as fm
 from ui.mlm.link import LINK
@@ -72,7 +72,7 @@ def show_predictions(result: FillMaskResult, name: str, device: str, text: str) 
     for number, mask in enumerate(result.masks):
         title = f"Mask {number + 1} (token {mask.index})" if len(result.masks) > 1 else "Prediction for [MASK]"
         columns[number % len(columns)].plotly_chart(
-            prediction_bars(mask.predictions, title), key=f"fill_mask.bars{number}", config=CHART)
+            for_screen(prediction_bars(mask.predictions, title)), key=f"fill_mask.bars{number}", config=CHART)
     if len(result.masks) > 1:
         st.caption("Each mask is predicted on its own, with the other masks still masked: the probabilities are "
                    "not joint.")
@@ -101,10 +101,11 @@ def show_lens(result: FillMaskResult) -> None:
                 "any attention). The last row is the model's prediction.")
     mask = pick_mask(result, "fill_mask.lens_mask")
     word = result.masks[mask].predictions[0].token
-    st.plotly_chart(logit_lens_heatmap(result.lens, mask, f"Layer by layer: top {result.lens.probs.shape[-1]} "
-                                       f"words at mask {mask + 1}"), key="fill_mask.lens",
+    st.plotly_chart(for_screen(logit_lens_heatmap(result.lens, mask,
+                                                  f"Layer by layer: top {result.lens.probs.shape[-1]} "
+                                                  f"words at mask {mask + 1}")), key="fill_mask.lens",
                     config=CHART)
-    st.plotly_chart(final_word_curve(result.lens, mask, word, f"How sure each layer is of '{word}'"),
+    st.plotly_chart(for_screen(final_word_curve(result.lens, mask, word, f"How sure each layer is of '{word}'")),
                     key="fill_mask.lens_curve", config=CHART)
     with st.expander("Table"):
         st.dataframe(lens_table(result.lens, mask), hide_index=True, key="fill_mask.lens_table")
@@ -124,8 +125,8 @@ def show_mask_attention(result: FillMaskResult) -> None:
     else:
         matrix, labels, what = rows.mean(1), [f"layer {i}" for i in range(1, layers + 1)], "mean over heads"
     title = f"Where mask {mask + 1} (token {result.mask_indices[mask]}) looks · {what}"
-    st.plotly_chart(mask_attention_heatmap(matrix, labels, result.tokens, title,
-                                           "head" if view.startswith("One") else "layer"),
+    st.plotly_chart(for_screen(mask_attention_heatmap(matrix, labels, result.tokens, title,
+                                                      "head" if view.startswith("One") else "layer")),
                     key="fill_mask.attention", config=CHART)
     st.caption("Each row is the masked position's attention over all tokens (it sums to 1). Hover a cell for "
                "the weight. Layers and heads count from 1.")
@@ -147,11 +148,12 @@ def show_masking_rule(name: str, device: str) -> None:
         return
     chosen = int((draw.kinds != 0).sum())
     right.metric("Tokens selected in this draw", f"{chosen} of {int((~draw.special).sum())}")  # whole at 1024 px
-    st.plotly_chart(masking_strip(draw, f"One draw (seed {draw.seed}): what the model is given"),
+    st.plotly_chart(for_screen(masking_strip(draw, f"One draw (seed {draw.seed}): what the model is given")),
                     key="fill_mask.strip", config=CHART)
     with st.expander("Token by token"):
         st.dataframe(masking_table(draw), hide_index=True, key="fill_mask.masking_table")
-    st.plotly_chart(rates_bars(rates, f"Measured over {rates.draws:,} draws of this sentence vs BERT's targets"),
+    st.plotly_chart(for_screen(rates_bars(rates,
+                                          f"Measured over {rates.draws:,} draws of this sentence vs BERT's targets")),
                     key="fill_mask.rates", config=CHART)
     table = rates_table(rates)
     st.dataframe(table.assign(measured=table["measured"].map("{:.2%}".format),

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_stop
+from ui.layout import for_screen
 from ui.positional.page import LINK, get_learned, get_sinusoidal
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
@@ -46,8 +47,8 @@ url_state.write({"length": n, "d_model": d})
 table = get_sinusoidal(n, d)
 
 st.header("The table: positions × dimensions")
-st.plotly_chart(matrix_heatmap(table, f"Sinusoidal encoding, {n} positions × d_model {d}",
-                               row_title="position", col_title="dimension", value_name="PE"),
+st.plotly_chart(for_screen(matrix_heatmap(table, f"Sinusoidal encoding, {n} positions × d_model {d}",
+                                          row_title="position", col_title="dimension", value_name="PE")),
                 key="positional.table", config=CHART)
 st.caption("Left columns (low dimensions) change fast from row to row; right columns change slowly. "
            "Every value lies between −1 and 1. Hover a cell for its exact value.")
@@ -68,7 +69,7 @@ dim_key = "positional.dims"
 st.session_state[dim_key] = [i for i in st.session_state.get(dim_key, (0, 1, 6, 7)) if i < d]
 dims = st.multiselect("Dimensions to plot", list(range(d)), key=dim_key, max_selections=8)
 if dims:
-    st.plotly_chart(waves_figure(table, dims), key="positional.waves", config=CHART)
+    st.plotly_chart(for_screen(waves_figure(table, dims)), key="positional.waves", config=CHART)
 else:
     st.info("Pick at least one dimension to plot.")
 st.caption("Dimension pair i has wavelength 2π·10000^(2i/d_model): from 2π ≈ 6.3 positions up to "
@@ -78,8 +79,8 @@ st.header("Similarity between positions")
 kind = st.radio("Similarity", ["cosine", "dot"], horizontal=True, key="positional.similarity",
                 format_func=lambda k: {"cosine": "cosine (angle only)", "dot": "dot product"}[k])
 matrix = similarity(table, kind)
-st.plotly_chart(matrix_heatmap(matrix, f"{kind.capitalize()} similarity of sinusoidal positions",
-                               row_title="position", col_title="position", value_name=kind),
+st.plotly_chart(for_screen(matrix_heatmap(matrix, f"{kind.capitalize()} similarity of sinusoidal positions",
+                                          row_title="position", col_title="position", value_name=kind)),
                 key="positional.similarity_map", config=CHART)
 spread = offset_spread(similarity(table, "dot"))
 st.markdown(f"Nearby positions are most alike. The dot product PE(p)·PE(q) = Σᵢ cos(wᵢ(p − q)) depends only "
@@ -95,10 +96,10 @@ else:
     k = st.slider("Offset k", 1, n - 1, min(3, n - 1), key="positional.offset")
     check = or_stop(check_offset, table, k)
     shown = min(d, 8)
-    st.plotly_chart(matrix_heatmap(offset_map(k, d)[:shown, :shown],
-                                   f"M_{k}, top-left {shown} × {shown} of {d} × {d}",
-                                   row_title="output dim", col_title="input dim",
-                                   value_name="M_k", zrange=(-1.0, 1.0)),
+    st.plotly_chart(for_screen(matrix_heatmap(offset_map(k, d)[:shown, :shown],
+                                              f"M_{k}, top-left {shown} × {shown} of {d} × {d}",
+                                              row_title="output dim", col_title="input dim",
+                                              value_name="M_k", zrange=(-1.0, 1.0))),
                     key="positional.offset_map", config=CHART)
     st.caption(f"Only the top-left corner is drawn; the rest of M_{k} is zero off its 2×2 blocks.")
     st.metric(f"Reconstruction error max |M_{k}·PE(pos) − PE(pos+{k})| over {check.pairs} positions",
@@ -116,22 +117,23 @@ st.markdown(f"BERT does not use sinusoids: **{learned.model}** learned one vecto
 if shown_n < n:
     st.warning(f"The model has only {learned.available:,} positions; showing those.")
 left, right = st.columns(2)
-left.plotly_chart(matrix_heatmap(similarity(learned.table, "cosine"), "Learned",
-                                 row_title="position", col_title="position", value_name="cosine"),
+left.plotly_chart(for_screen(matrix_heatmap(similarity(learned.table, "cosine"), "Learned",
+                                            row_title="position", col_title="position", value_name="cosine")),
                   key="positional.learned_similarity", config=CHART)
-right.plotly_chart(matrix_heatmap(similarity(table, "cosine"), "Sinusoidal",
-                                  row_title="position", col_title="position", value_name="cosine"),
+right.plotly_chart(for_screen(matrix_heatmap(similarity(table, "cosine"), "Sinusoidal",
+                                             row_title="position", col_title="position", value_name="cosine")),
                    key="positional.sin_similarity", config=CHART)
 skip_first = st.checkbox("Leave position 0 out of the PCA", key="positional.skip_first",
                          help="In BERT, position 0 always holds [CLS]; its vector is often far from all others "
                               "and then takes the whole first principal component.")
 start = 1 if skip_first and min(shown_n, n) > 2 else 0
 learned_pca, sin_pca = principal_components(learned.table[start:]), principal_components(table[start:])
-left.plotly_chart(position_scatter(learned_pca.coordinates, learned_pca.explained, "Learned: PCA of positions",
-                                   first=start),
+left.plotly_chart(for_screen(position_scatter(learned_pca.coordinates, learned_pca.explained,
+                                              "Learned: PCA of positions",
+                                              first=start)),
                   key="positional.learned_pca", config=CHART)
-right.plotly_chart(position_scatter(sin_pca.coordinates, sin_pca.explained, "Sinusoidal: PCA of positions",
-                                    first=start),
+right.plotly_chart(for_screen(position_scatter(sin_pca.coordinates, sin_pca.explained, "Sinusoidal: PCA of positions",
+                                               first=start)),
                    key="positional.sin_pca", config=CHART)
 st.caption("Both tables make nearby positions similar. Each dot is a position (colour = position); "
            "PCA keeps the two directions of largest variance, with their share in the axis titles.")

@@ -86,7 +86,8 @@ def pytest_collection_modifyitems(config, items):
     for index, name in enumerate(browser):
         order.append(name)
         order += others[round(index * share):round((index + 1) * share)]
-    order += units  # the slices above cover every other file (their last bound is len(others))
+    order += others[round(len(browser) * share):]  # all of them when no browser file was collected
+    order += units
     assert sorted(order) == sorted(files), "every file once"
     items[:] = [item for name in order for item in files[name]]
 

@@ -22,10 +22,19 @@ from functools import partial
 
 import streamlit as st
 
+from ui.state import presenting
 from vizcore.attention.aggregate import ViewOptions
-from vizcore.attention.payload import attention_payload, binary_payload, deflate_layer, grid_codes, loaded_layers
+from vizcore.attention.payload import (
+    RENDERER_FONT,
+    attention_payload,
+    binary_payload,
+    deflate_layer,
+    grid_codes,
+    loaded_layers,
+)
 from vizcore.attention.renderer import streamlit_module_js
 from vizcore.model.record import Run
+from vizcore.plot import PROJECTOR_FONT_SIZE
 
 NAME = "inside_bert.attention"
 
@@ -63,7 +72,7 @@ _ENCODINGS = _Encodings()
 
 
 def _payload(result: Run, layers: list[int], initial: tuple[int, int, str], options: ViewOptions,
-             controls: dict) -> bytes:
+             controls: dict, font: int) -> bytes:
     stored = _ENCODINGS.of(result)
 
     def encode(layer: int) -> bytes:
@@ -74,8 +83,9 @@ def _payload(result: Run, layers: list[int], initial: tuple[int, int, str], opti
     if "grid" not in stored:
         stored["grid"] = grid_codes(result.attention)
     layer, head, view = initial
-    return binary_payload(attention_payload(result, layer, head, view, options, layers=layers, controls=controls,
-                                            encode=encode, grid=stored["grid"]))
+    payload = attention_payload(result, layer, head, view, options, layers=layers, controls=controls, encode=encode,
+                                grid=stored["grid"], font=font)
+    return binary_payload(payload)
 
 
 def store_selection(state: MutableMapping, key: str, keys: dict[str, str], chosen: dict) -> None:
@@ -106,5 +116,6 @@ def attention_view(result: Run, key: str, keys: dict[str, str], layer: int, head
         st.session_state[origin_key] = current
     origin = st.session_state[origin_key]
     shown = {"views": False, "filters": False, "layerHead": True} | (controls or {})
-    data = _payload(result, loaded_layers(result, layer - 1), origin, options, shown)
+    font = PROJECTOR_FONT_SIZE if presenting() else RENDERER_FONT
+    data = _payload(result, loaded_layers(result, layer - 1), origin, options, shown, font)
     _mount()(key=key, data=data, on_selection_change=lambda: _selected(key, keys), width="stretch")

@@ -7,14 +7,23 @@ metrics and control labels were cut or broken inside words. Below 1400 px wide t
 metric's label wraps rather than ending in an ellipsis.
 
 ``lazy_tabs``: tabs whose pages compute and draw only the open one (step by step, Fill-mask).
+
+The projector setting (``ui.state.presenting``: the sidebar's toggle or ``?present=1``): every size Streamlit
+draws is in rem, so the root size goes from the theme's 18 px to 24 px (body text 24 px, its smallest text,
+0.75 rem, 18 px); text Streamlit fades to 60 % (captions, help, placeholders) is drawn at full strength (7:1 is
+the bar in a room, #666666 on white is 5.7:1); and ``for_screen`` re-lays every chart for the size
+(``vizcore.plot.for_projector``) instead of zooming it.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TypeVar
 
 import streamlit as st
 
+from ui.state import presenting
+
+T = TypeVar("T")
 NARROW_PX = 1400
 
 CSS = f"""
@@ -23,6 +32,12 @@ CSS = f"""
 [data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * {{
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }}
+/* Streamlit's plotly theme draws titles, tick labels and legends in #808495, 3.8:1 on white (axe reads no SVG):
+   the page's text colour instead (black in the light theme, 21:1; the dark theme's own light text there) */
+.js-plotly-plot .main-svg [class$="title"], .js-plotly-plot .xtick text, .js-plotly-plot .ytick text,
+.js-plotly-plot .legendtext, .js-plotly-plot .cbaxis text, .js-plotly-plot .legendtitletext {{
+  fill: currentColor !important;
+}}
 @media (max-width: {NARROW_PX}px) {{
   [data-testid="stMainBlockContainer"] {{ padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 3.5rem; }}
 }}
@@ -30,9 +45,41 @@ CSS = f"""
 """
 
 
+PROJECTOR_PX = 24
+
+PROJECTOR_CSS = f"""
+<style>
+html {{ font-size: {PROJECTOR_PX}px; }}
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *, [data-testid="stWidgetLabel"] *,
+[data-testid="stTooltipHoverTarget"] *, [data-testid="stMarkdownContainer"] small,
+[data-testid="stMetricDelta"] *, [data-testid="stExpanderDetails"] small {{
+  color: inherit !important; opacity: 1 !important;
+}}
+[data-testid="stSidebarNavLink"] p {{ white-space: normal !important; overflow: visible !important; }}
+code {{ font-size: 0.9em !important; }}
+/* a chosen segment: its label in the text colour (the primary red on its tint is 6.2:1), told apart by weight */
+button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !important; font-weight: 700; }}
+</style>
+"""
+
+
 def apply() -> None:
-    """Call once per run, before the page draws (an element-free style block: it takes no space)."""
-    st.html(CSS)
+    """Call once per run after the sidebar (it reads the projector setting), before the page draws (an
+    element-free style block: it takes no space)."""
+    if presenting():
+        st.set_page_config(initial_sidebar_state="collapsed")  # the room needs the width; the sidebar is a click away
+    text = "#FFFFFF" if st.context.theme.type == "dark" else "#000000"
+    st.html(CSS + (PROJECTOR_CSS.replace("TEXT", text) if presenting() else ""))
+
+
+def for_screen(figure: T) -> T:
+    """``figure`` as this session shows it: re-laid for the projector when that setting is on (a plotly or an
+    altair chart; ``vizcore.plot.for_projector``), else unchanged. Every chart a page shows goes through here."""
+    if not presenting():
+        return figure
+    from vizcore.plot import for_projector
+
+    return for_projector(figure)
 
 
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:

@@ -33,6 +33,9 @@ KEY_PAIR = "shared.pair"
 # The session's layer and head of the sidebar's model, 1-based (ui/layer_head.py draws them): kept across pages.
 KEY_LAYER = "shared.layer"
 KEY_HEAD = "shared.head"
+# The projector setting (ui/layout.py): from the sidebar's toggle or a link's ?present=1, kept in every link.
+KEY_PRESENT = "shared.present"
+PRESENT_VALUES = {"1": True, "0": False}
 # Set by app.py when a page run has finished; the launcher's warm-up waits for it (see ui/launch.py).
 FIRST_PAGE_SHOWN = threading.Event()
 _MODEL_STACK = threading.Lock()
@@ -112,6 +115,10 @@ def init_from_query_params() -> None:
     params = st.query_params
     st.session_state[KEY_TEXT] = params.get("text", DEFAULT_TEXT)
     st.session_state[KEY_PAIR] = params.get("pair", "")
+    present = params.get("present", "0")
+    st.session_state[KEY_PRESENT] = PRESENT_VALUES.get(present, False)
+    if present not in PRESENT_VALUES:
+        st.warning(f"The link's present={present[:80]!r} was not used: it is 1 (the projector setting) or 0.")
     model = params.get("model", DEFAULT_MODEL)
     if model in model_choices():
         st.session_state[KEY_MODEL_CHOICE] = model
@@ -135,7 +142,7 @@ def sidebar() -> Selection:
     init_from_query_params()
     # Re-assigning pins the values: Streamlit drops a widget's state on a page switch when the
     # widget was not drawn in the previous run, and the sentence must survive every switch.
-    for key in (KEY_MODEL_CHOICE, KEY_MODEL_OTHER, KEY_DEVICE, KEY_TEXT, KEY_PAIR, KEY_LAYER, KEY_HEAD):
+    for key in (KEY_MODEL_CHOICE, KEY_MODEL_OTHER, KEY_DEVICE, KEY_TEXT, KEY_PAIR, KEY_LAYER, KEY_HEAD, KEY_PRESENT):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
@@ -148,6 +155,10 @@ def sidebar() -> Selection:
                      help="auto = CUDA GPU if present, else Apple MPS, else CPU")
         st.text_area("Sentence", key=KEY_TEXT, height=110)
         st.text_input("Second sentence (optional, makes a pair)", key=KEY_PAIR)
+        st.toggle("Projector setting", key=KEY_PRESENT,
+                  help="Larger type and stronger contrast for a room: text at least 24 px, charts re-drawn for "
+                       "it, and the sidebar folded away (» at the top left opens it). A link with ?present=1 "
+                       "opens any page this way.")
     return selection()
 
 
@@ -168,6 +179,11 @@ def selection() -> Selection:
     pair = (state.get(KEY_PAIR) or "").strip() or None
     return Selection(model=model, device=state.get(KEY_DEVICE, "auto"),
                      text=state.get(KEY_TEXT, DEFAULT_TEXT), pair=pair)
+
+
+def presenting() -> bool:
+    """The projector setting is on for this session (the sidebar's toggle, or ?present=1 in the link)."""
+    return bool(st.session_state.get(KEY_PRESENT, False))
 
 
 def model_or_stop(sel: Selection, head: str = "base") -> LoadedModel:

@@ -1,6 +1,6 @@
 """The address bar reproduces every page's view: one helper that reads a link once and writes it back.
 
-Shared by every page: ``text``, ``pair`` and ``model`` (the sidebar; read once per session by
+Shared by every page: ``text``, ``pair``, ``model`` and ``present`` (the sidebar; read once per session by
 ``ui.state``). Each page declares its own parameters once, as a ``Link`` (name -> session key and parser),
 reads it with ``read`` on its first run and calls ``write`` at the end of each run with the values on screen.
 
@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 
 import streamlit as st
 
-from ui.state import selection
+from ui.state import presenting, selection
 
 MAX_URL_TEXT = 2_000  # longer sentences are left out of the link (browsers and chat apps cut long URLs)
 SHOWN_RAW = 80  # characters of a bad value quoted in its message
@@ -210,7 +210,8 @@ def write(page_params: Mapping[str, object] | None = None) -> None:
     Text longer than ``MAX_URL_TEXT`` is left out, and the page says so."""
     sel = selection()
     params: dict[str, str] = {}
-    candidates = {"text": sel.text, "pair": sel.pair, "model": sel.model, **(page_params or {})}
+    candidates = {"text": sel.text, "pair": sel.pair, "model": sel.model, **(page_params or {}),
+                  "present": "1" if presenting() else None}
     too_long = []
     for name, value in candidates.items():
         if value is None or value == "" and name in ("pair", "model"):

@@ -273,3 +273,142 @@ def layer_head_heatmap(
     base_layout(fig, title, int(np.clip(46 * layers + 200, 320, 800)))
     fig.update_layout(margin={"t": 120})
     return cell_text(fig, cells) if any(cells.ravel()) else fig
+
+
+# ---- the projector setting: any figure re-laid for larger type ---------------------------------------------
+
+PROJECTOR_FONT_SIZE = 24  # a chart's text on a projector: its body size there (ui/layout.py)
+PROJECTOR_MIN_SIZE = 20  # tokens, tick labels, legends: nothing smaller
+PROJECTOR_SCALE = PROJECTOR_FONT_SIZE / FONT_SIZE
+PROJECTOR_LABEL_SIZE = 22  # axis, colour-bar and subplot titles
+PROJECTOR_MAX_TICKS = 32  # tick labels on one axis at 20 px (64 at 14 px)
+PROJECTOR_TITLE_CHARS = 60  # a chart title's line at 27 px in a 1024-px window
+_ALTAIR_FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "symbolSize")
+
+
+def projector_size(size: float) -> int:
+    """A font size scaled for the projector, never below ``PROJECTOR_MIN_SIZE``."""
+    return max(PROJECTOR_MIN_SIZE, round(size * PROJECTOR_SCALE))
+
+
+def for_projector(figure):
+    """A copy of a plotly or altair figure re-laid for a projector: every font scaled from the house size to
+    ``PROJECTOR_FONT_SIZE`` (none below ``PROJECTOR_MIN_SIZE``), the height and margins grown by as much, axes
+    that make room for their labels, and at most ``PROJECTOR_MAX_TICKS`` labels on an axis. The figure itself
+    is left as it was (a cached figure is shared)."""
+    if isinstance(figure, go.Figure):
+        return _plotly_for_projector(figure)
+    return _altair_for_projector(figure)
+
+
+def _grown_fonts(node, key: str = ""):
+    """``node`` (plotly JSON) with every ``...font`` dict's size scaled; a font with no size gets the floor."""
+    if isinstance(node, dict):
+        out = {k: _grown_fonts(v, k) for k, v in node.items()}
+        if key.endswith("font"):
+            size = out.get("size")
+            if isinstance(size, (list, tuple, np.ndarray)):
+                out["size"] = [projector_size(float(s)) for s in size]
+            else:
+                out["size"] = projector_size(float(size)) if size is not None else PROJECTOR_MIN_SIZE
+        return out
+    if isinstance(node, list):
+        return [_grown_fonts(item, key) for item in node]
+    return node
+
+
+def _with_font(node: dict, key: str, size: int) -> dict:
+    """``node`` with ``node[key]["size"]`` set where it is not: Streamlit's chart theme fills an unset size with
+    its own small one (0.875 of the base font, 15.75 px)."""
+    font = dict(node.get(key) or {})
+    font.setdefault("size", size)
+    return {**node, key: font}
+
+
+def _titled(node: dict, size: int) -> dict:
+    """``node``'s title (a string or a dict) as a dict whose font has a size."""
+    title = node.get("title")
+    if title is None:
+        return node
+    title = {"text": title} if isinstance(title, str) else dict(title)
+    return {**node, "title": _with_font(title, "font", size)}
+
+
+def _wrapped(text: str, width: int = PROJECTOR_TITLE_CHARS) -> str:
+    """A title broken onto lines of at most ``width`` characters (plotly draws a title on one line and clips
+    it at the chart's edge)."""
+    if len(text) <= width or "<br>" in text:
+        return text
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join([*lines, line])
+
+
+def _thinned_axis(axis: dict) -> dict:
+    axis = _titled(_with_font({**axis, "automargin": True}, "tickfont", PROJECTOR_MIN_SIZE), PROJECTOR_LABEL_SIZE)
+    values, texts = axis.get("tickvals"), axis.get("ticktext")
+    if values is not None and len(values) > PROJECTOR_MAX_TICKS:
+        step = -(-len(values) // PROJECTOR_MAX_TICKS)
+        axis["tickvals"] = list(values)[::step]
+        if texts is not None:
+            axis["ticktext"] = list(texts)[::step]
+    return axis
+
+
+def _plotly_for_projector(fig: go.Figure) -> go.Figure:
+    spec = fig.to_plotly_json()
+    layout = _grown_fonts(spec.get("layout", {}))
+    layout["font"] = {**layout.get("font", {}), "size": PROJECTOR_FONT_SIZE}
+    layout["legend"] = _with_font(layout.get("legend", {}), "font", PROJECTOR_MIN_SIZE)
+    layout["annotations"] = [_with_font(note, "font", PROJECTOR_LABEL_SIZE) for note in layout.get("annotations", [])]
+    title = _titled(layout, round(FONT_SIZE * PROJECTOR_SCALE) + 3)["title"] if layout.get("title") else None
+    if title is not None and title.get("text"):
+        layout["title"] = {**title, "text": _wrapped(title["text"])}
+        lines_added = layout["title"]["text"].count("<br>") - title["text"].count("<br>")
+        if layout.get("margin", {}).get("t") is not None:  # each line of the title pushes the chart down
+            layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + 32 * lines_added}
+    for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
+        layout[name] = _thinned_axis(layout.get(name, {}))
+    if layout.get("height"):
+        layout["height"] = round(layout["height"] * PROJECTOR_SCALE)
+    if layout.get("margin"):
+        layout["margin"] = {k: round(v * PROJECTOR_SCALE) if isinstance(v, (int, float)) and k in "lrtb" else v
+                            for k, v in layout["margin"].items()}
+    data = []
+    for trace in spec.get("data", []):
+        trace = _grown_fonts(trace)
+        if isinstance(trace.get("colorbar"), dict):  # a colour bar's ticks and title with sizes of their own
+            trace["colorbar"] = _titled(_with_font(trace["colorbar"], "tickfont", PROJECTOR_MIN_SIZE),
+                                        PROJECTOR_LABEL_SIZE)
+        data.append(trace)
+    return go.Figure(data=data, layout=layout)
+
+
+def _altair_for_projector(chart):
+    spec = _grown_altair(chart.to_dict())
+    config = spec.setdefault("config", {})  # vega-lite's own defaults are 10-13 px: each size set
+    for group, sizes in (("axis", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
+                         ("legend", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
+                         ("header", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
+                         ("title", {"fontSize": round(FONT_SIZE * PROJECTOR_SCALE) + 3})):
+        config[group] = {**sizes, **config.get(group, {})}
+    return type(chart).from_dict(spec, validate=False)
+
+
+def _grown_altair(node, key: str = ""):
+    if isinstance(node, dict):
+        out = {k: _grown_altair(v, k) for k, v in node.items()}
+        for name in _ALTAIR_FONT_KEYS:
+            if isinstance(out.get(name), (int, float)) and name != "symbolSize":
+                out[name] = projector_size(out[name])
+        if isinstance(out.get("height"), (int, float)):
+            out["height"] = round(out["height"] * PROJECTOR_SCALE)
+        return out
+    if isinstance(node, list):
+        return [_grown_altair(item, key) for item in node]
+    return node

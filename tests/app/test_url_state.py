@@ -78,3 +78,30 @@ def test_fill_mask_writes_its_model_and_sentence(new_app):
     at.switch_page("pages/mlm.py").run()
     assert not at.exception and not at.error
     assert param(at, "masked") == "The cat sat on the [MASK]." and param(at, "mlm") == "minilm-mlm-tuned"
+
+
+def test_the_projector_setting_comes_from_the_link_reaches_every_chart_and_stays_in_the_link(new_app):
+    import json
+
+    from tests.app.conftest import renderer_payload
+
+    at = new_app(present="1").run()
+    assert not at.exception and at.session_state["shared.present"] is True
+    assert renderer_payload(at)["font"] == 24  # the attention view's labels
+    assert any("font-size: 24px" in html.proto.body for html in at.get("html"))
+    assert param(at, "present") == "1"
+    at.switch_page("pages/positional.py").run()
+    layouts = [json.loads(chart.proto.spec)["layout"] for chart in at.get("plotly_chart")]
+    assert layouts and all(layout["font"]["size"] == 24 for layout in layouts)
+    assert param(at, "present") == "1"
+    at.session_state["shared.present"] = False  # the sidebar's toggle, off
+    at.run()
+    layouts = [json.loads(chart.proto.spec)["layout"] for chart in at.get("plotly_chart")]
+    assert all(layout["font"]["size"] == 16 for layout in layouts) and param(at, "present") is None
+
+
+def test_a_projector_value_that_is_not_1_or_0_is_reported_and_left_out(new_app):
+    at = new_app(present="yes").run()
+    assert not at.exception
+    assert "present='yes' was not used: it is 1 (the projector setting) or 0." in " ".join(w.value for w in at.warning)
+    assert at.session_state["shared.present"] is False and param(at, "present") is None

@@ -10,6 +10,7 @@ import streamlit as st
 from ui.attention import page as ua
 from ui.attention_component import attention_view
 from ui.feedback import or_stop
+from ui.layout import for_screen
 from ui.state import OTHER_MODEL, Selection, model_choices, model_or_stop
 from vizcore.attention.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view, attention_flow
 from vizcore.attention.exports import ALL_HEADS_MAX_TOKENS, attention_csv, attention_json
@@ -71,7 +72,7 @@ def heatmap_view(result: Run, layer: int, head: int, options: ViewOptions, key: 
     shown, rows, cols = shown_matrix(source, result, options)
     title = title or f"{result.model} · layer {layer}, head {head} · {len(result.tokens)} tokens"
     figure = attention_heatmap(shown, rows.tokens, cols.tokens, title, rows.segments, cols.segments)
-    st.plotly_chart(figure, key=key, config=chart_config())
+    st.plotly_chart(for_screen(figure), key=key, config=chart_config())
     caption = ("Rows are query tokens (who attends), columns key tokens (attended to); hover a cell for "
                "the exact weight. Use the camera icon for a PNG.")
     if (result.segment_ids == 1).any():
@@ -112,11 +113,12 @@ def statistics_view(result: Run, sel: Selection) -> None:
     st.dataframe(table, key="attention.stats_table", on_select=lambda: _table_clicked(table),
                  selection_mode="single-row", hide_index=True, height=360,
                  column_config={LABELS[s]: st.column_config.NumberColumn(format="%.3f") for s in STATISTICS})
-    st.plotly_chart(special_mass_chart(stats["cls"], stats["sep"], "Attention mass on [CLS] and [SEP] per layer"),
+    st.plotly_chart(for_screen(special_mass_chart(stats["cls"], stats["sep"],
+                                                  "Attention mass on [CLS] and [SEP] per layer")),
                     key="attention.special_mass", config=chart_config())
     chosen = st.selectbox("Statistic as a layers × heads map", STATISTICS, format_func=LABELS.get,
                           key="attention.stat_map")
-    st.plotly_chart(statistic_heatmap(stats[chosen], LABELS[chosen], f"{LABELS[chosen]} per head"),
+    st.plotly_chart(for_screen(statistic_heatmap(stats[chosen], LABELS[chosen], f"{LABELS[chosen]} per head")),
                     key="attention.stat_heatmap", config=chart_config())
     st.caption("[CLS] = the special token at position 0; [SEP] = every other special token; punctuation = "
                "ordinary tokens made only of punctuation or symbols. Entropy is in nats (0 = all weight on "
@@ -158,7 +160,7 @@ def flow_view(result: Run, sel: Selection, n: int) -> None:
     figure = flow_bars(values, result.tokens,
                        f"Attention flow from '{result.tokens[query]}' (after layer {result.num_layers}) "
                        "to each input token", "max flow")
-    st.plotly_chart(figure, key="attention.flow", config=chart_config())
+    st.plotly_chart(for_screen(figure), key="attention.flow", config=chart_config())
     st.caption(f"Attention flow (Abnar & Zuidema 2020), limited to {FLOW_MAX_TOKENS} tokens: the layers form "
                "a graph with one node per token per layer and edge capacities from the residual-included "
                "head means (0.5·A + 0.5·I); each bar is the maximum flow from the chosen output token to "
@@ -225,7 +227,7 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
             matrix, rows, cols = shown_matrix(result.attention[l - 1, h - 1], result, options)
             figure = attention_heatmap(matrix, rows.tokens, cols.tokens, f"{name} · layer {l}, head {h}",
                                        rows.segments, cols.segments)
-            st.plotly_chart(figure, key=f"attention.compare{index}", config=chart_config())
+            st.plotly_chart(for_screen(figure), key=f"attention.compare{index}", config=chart_config())
             shown.append((matrix, rows, cols))
     (a, rows_a, cols_a), (b, rows_b, cols_b) = shown
     if a.shape != b.shape:
@@ -235,7 +237,7 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
     labels = [x if x == y else f"{x}/{y}" for x, y in zip(cols_a.tokens, cols_b.tokens)]
     rows = [x if x == y else f"{x}/{y}" for x, y in zip(rows_a.tokens, rows_b.tokens)]
     figure = difference_heatmap(a, b, rows, labels, f"Difference: {names[0]} minus {names[1]}")
-    st.plotly_chart(figure, key="attention.difference", config=chart_config())
+    st.plotly_chart(for_screen(figure), key="attention.difference", config=chart_config())
     st.caption("Red (positive on the colour bar): more attention in the first, blue (negative): more in the "
                "second. Tokens that differ are shown as "
                f"first/second. Largest change: {np.abs(a - b).max():.3f}.")

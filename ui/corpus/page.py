@@ -13,6 +13,7 @@ import streamlit as st
 from ui import jobs, scratch, url_state
 from ui.feedback import CHART, or_none
 from ui.layer_head import layer_head
+from ui.layout import for_screen
 from ui.state import get_model, segmented_choice, selection
 from vizcore.corpus import figures
 from vizcore.corpus.measures import MEASURES, Worker
@@ -186,7 +187,7 @@ def show_summary(r: CorpusResults) -> None:
 
 def show_roles(folder: str, stamp: float) -> None:
     table = roles(folder, stamp)
-    st.plotly_chart(figures.role_map(table), config=CHART, key="corpus.role_map")
+    st.plotly_chart(for_screen(figures.role_map(table)), config=CHART, key="corpus.role_map")
     counts = table["role"].value_counts()
     st.caption(
         "One role per head, the first that holds: **syntactic** (beats the best fixed offset by "
@@ -203,7 +204,7 @@ def show_relations(r: CorpusResults) -> None:
         return
     direction = st.radio("Direction", DIRECTIONS, horizontal=True, key=KEY_BARS_DIRECTION)
     best = best_heads(r.relations, MIN_ARCS)
-    st.plotly_chart(figures.relation_bars(best[best["relation"] != ALL], direction), config=CHART,
+    st.plotly_chart(for_screen(figures.relation_bars(best[best["relation"] != ALL], direction)), config=CHART,
                     key="corpus.relation_bars")
     shown = best[best["direction"] == direction].sort_values("count", ascending=False)
     st.dataframe(pd.DataFrame({
@@ -230,7 +231,8 @@ def show_distributions(r: CorpusResults, folder: str, stamp: float) -> str:
     layer = right.selectbox("Layer", options, key=KEY_MEASURE_LAYER, format_func=lambda o: "every layer"
                             if o == "all" else f"layer {o}")
     table = quantiles(folder, stamp, measure)
-    st.plotly_chart(figures.measure_boxes(table, measure, None if layer == "all" else int(layer) - 1), config=CHART,
+    st.plotly_chart(for_screen(figures.measure_boxes(table, measure, None if layer == "all" else int(layer) - 1)),
+                    config=CHART,
                     key="corpus.boxes")
     return measure
 

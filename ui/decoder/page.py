@@ -22,6 +22,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import or_stop
 from ui.layer_head import layer_head
+from ui.layout import for_screen
 from ui.state import get_model
 from vizcore.decoder.beam import MAX_WIDTH, BeamSearch, beam_search
 from vizcore.decoder.generation import Generation, generate
@@ -325,7 +326,7 @@ def show_bars(view: StepView, p: Progress, c: Controls, loaded: LoadedModel) -> 
     if p.drawn is not None:
         drawn = loaded.tokenizer.decode([p.drawn])
         title += f" · next: '{drawn}'" + (f" (rank {top.drawn_rank + 1})" if top.drawn_rank >= BAR_COUNT else "")
-    st.plotly_chart(next_token_bars(top, view.settings, title), key="generate.bars", config=CHART)
+    st.plotly_chart(for_screen(next_token_bars(top, view.settings, title)), key="generate.bars", config=CHART)
     st.caption(f"{top.kept:,} of {len(view.next.plain):,} tokens are kept (never-trained entries are never kept"
                f"{'; nor are word pieces, with whole words only' if view.settings.whole_words else ''}); "
                "the dashed red line is the cut-off, "
@@ -346,11 +347,11 @@ def show_attention(view: StepView, layer: int, head: int) -> None:
     newest = view.tokens[-1]
     left, right = st.columns(2)
     # a short title: the chart has half of a 1024-px laptop's width
-    left.plotly_chart(new_token_attention(view.newest_attention, view.tokens, layer - 1,
-                                          f"Where '{html.escape(newest)}' looks · layer {layer}"),
+    left.plotly_chart(for_screen(new_token_attention(view.newest_attention, view.tokens, layer - 1,
+                                                     f"Where '{html.escape(newest)}' looks · layer {layer}")),
                       key="generate.attention", config=CHART)
-    right.plotly_chart(causal_mask_heatmap(view.attention[layer - 1, head - 1], view.tokens,
-                                           f"The causal mask · layer {layer}, head {head}"),
+    right.plotly_chart(for_screen(causal_mask_heatmap(view.attention[layer - 1, head - 1], view.tokens,
+                                                      f"The causal mask · layer {layer}, head {head}")),
                        key="generate.mask", config=CHART)
     st.caption("Left: each head of the layer, the newest token's attention over the sequence so far (each row sums "
                "to 1): what the next-token prediction reads. Right: every token's attention; grey ✕ cells are "
@@ -367,9 +368,10 @@ def show_lens(view: StepView) -> None:
         return
     st.markdown("The model's own head reads the hidden state of the newest token after each layer (row 0: the "
                 "embeddings, before any attention). The last row is the model's prediction: the grey bars above.")
-    st.plotly_chart(lens_heatmap(view.lens, "Layer by layer: the top next tokens"), key="generate.lens", config=CHART)
+    st.plotly_chart(for_screen(lens_heatmap(view.lens, "Layer by layer: the top next tokens")), key="generate.lens",
+                    config=CHART)
     word = view.lens.tokens[-1][0].strip()
-    st.plotly_chart(lens_curve(view.lens, f"How sure each layer is of '{word}'"), key="generate.lens_curve",
+    st.plotly_chart(for_screen(lens_curve(view.lens, f"How sure each layer is of '{word}'")), key="generate.lens_curve",
                     config=CHART)
 
 
@@ -380,7 +382,7 @@ def show_beams(search: BeamSearch, steps: int) -> None:
     if steps == 0:
         st.info("Press Next token: each step keeps the best continuations of all the beams.")
         return
-    st.plotly_chart(beam_tree(search, steps, f"Beam search, width {search.width}: {steps} step(s)"),
+    st.plotly_chart(for_screen(beam_tree(search, steps, f"Beam search, width {search.width}: {steps} step(s)")),
                     key="generate.beam_tree", config=CHART)
     table = beam_table(search, steps)
     st.dataframe(table, hide_index=True, key="generate.beam_table", width="stretch",

@@ -12,6 +12,7 @@ import streamlit as st
 from ui import url_state
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
+from ui.layout import for_screen
 from ui.state import get_model, selection
 from vizcore.embeddings.contexts import (
     CONTEXT_SETS,
@@ -94,9 +95,11 @@ def heatmap(result: WordInContexts) -> int:
     cos = result.cosines()
     labels = [f"{n}" + (f" {c.sense}" if c.sense else "") for n, c in enumerate(result.contexts, 1)]
     low = float(np.floor(cos.min() * 10) / 10)
-    st.plotly_chart(cosine_heatmap(cos[state], labels, f"'{result.word}' at {state_label(state)}: cosine between "
-                                   "sentences", hover=[f"{n}. {c.sentence}" for n, c in enumerate(result.contexts, 1)],
-                                   zrange=(low, 1.0)),
+    st.plotly_chart(for_screen(cosine_heatmap(cos[state], labels,
+                                              f"'{result.word}' at {state_label(state)}: cosine between "
+                                              "sentences", hover=[f"{n}. {c.sentence}" for n,
+                                                                  c in enumerate(result.contexts, 1)],
+                                              zrange=(low, 1.0))),
                     key="embeddings.ctx.heatmap", config=CHART)
     st.caption(f"The colours span {low:.1f} to 1 at every layer, so layers can be compared by eye.")
     return int(state)
@@ -113,7 +116,7 @@ def show(loaded: LoadedModel) -> dict:
     if result is None:
         return params
     summary(result)
-    st.plotly_chart(context_lines(result), key="embeddings.ctx.lines_chart", config=CHART)
+    st.plotly_chart(for_screen(context_lines(result)), key="embeddings.ctx.lines_chart", config=CHART)
     st.caption("The word's vector in a sentence is the **mean of its word pieces** at that layer (a word split "
                "into pieces, e.g. river + ##bank, is averaged); *embeddings* is the input layer (token + position "
                "+ segment embeddings, before any attention); the first whole-word occurrence in each sentence is "

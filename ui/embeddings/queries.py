@@ -12,6 +12,7 @@ from ui import layer_head, url_state
 from ui.attention import page as ua
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
+from ui.layout import for_screen
 from ui.state import get_model, selection, set_sentence
 from vizcore.embeddings.figures import projection_scatter, query_key_colouring, query_key_hover, query_key_symbols
 from vizcore.embeddings.projection import (
@@ -124,7 +125,8 @@ def show(loaded: LoadedModel) -> dict:
              f"{loaded.name}")
     figure = projection_scatter(joint.projection, query_key_hover(points), query_key_colouring(points, colour, words),
                                 title, symbols=query_key_symbols(points))
-    st.plotly_chart(figure, key=KEY_CHART, config=CHART, on_select=lambda: clicked(points, layer - 1, head - 1),
+    st.plotly_chart(for_screen(figure), key=KEY_CHART, config=CHART, on_select=lambda: clicked(points, layer - 1,
+                                                                                               head - 1),
                     selection_mode="points")
     st.markdown(agreement_caption(joint, dims, data.queries.shape[1]))
     st.caption(f"Circles are queries, diamonds keys; {len(points):,} tokens of {sentences.what}"

@@ -12,6 +12,7 @@ import streamlit as st
 from ui import url_state
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
+from ui.layout import for_screen
 from ui.state import get_model, selection
 from vizcore.embeddings.figures import cosine_heatmap
 from vizcore.embeddings.vectors import cosine_matrix, sentence_vectors
@@ -78,8 +79,8 @@ def show(loaded: LoadedModel) -> dict:
     st.metric("Most similar pair", f"{i + 1} and {j + 1}: cosine {matrix[i, j]:.3f}")
     title = f"Cosine similarity of {len(texts)} sentences · {loaded.name}"
     numbered = [f"{n}. {t}" for n, t in enumerate(texts, 1)]
-    st.plotly_chart(cosine_heatmap(matrix, [str(n) for n in range(1, len(texts) + 1)], title, hover=numbered,
-                                   row_labels=numbered),
+    st.plotly_chart(for_screen(cosine_heatmap(matrix, [str(n) for n in range(1, len(texts) + 1)], title, hover=numbered,
+                                              row_labels=numbered)),
                     key="embeddings.sim.heatmap", config=CHART)
     st.caption(emb.vector_caption(loaded, pooling, layer) + " Columns are the rows' sentences by number; hover a "
                "cell for both sentences and the exact cosine.")

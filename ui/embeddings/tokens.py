@@ -10,6 +10,7 @@ import streamlit as st
 from ui import url_state
 from ui.embeddings import page as emb
 from ui.feedback import CHART, or_none
+from ui.layout import for_screen
 from ui.state import get_model, selection
 from vizcore.embeddings.contexts import state_label
 from vizcore.embeddings.figures import point_colouring, point_hover, projection_scatter
@@ -79,7 +80,7 @@ def show(loaded: LoadedModel) -> dict:
     title = f"{len(data.points):,} tokens at {state_label(state)} · {METHODS[method]} · {loaded.name}"
     figure = projection_scatter(projection, point_hover(data.points),
                                 point_colouring(data.points, colour, words, senses), title)
-    st.plotly_chart(figure, key="embeddings.tokens.chart", config=CHART)
+    st.plotly_chart(for_screen(figure), key="embeddings.tokens.chart", config=CHART)
     split = (" An example's word is split by its sense: one colour, a symbol per sense."
              if senses and colour == "word" else "")
     st.caption(caption(data, sentences.what, special) + split)

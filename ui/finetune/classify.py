@@ -9,6 +9,7 @@ import streamlit as st
 
 from ui.feedback import CHART, plain
 from ui.finetune.training import current_job, get_builtin_data, get_csv_frame, mistakes_first
+from ui.layout import for_screen
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import embedding_map, evaluate, finetuned_model, predict_sentence
 from vizcore.finetune.classify import encode_pairs
@@ -94,7 +95,7 @@ class ClassificationUI:
     def results_section(self, result: FinetuneResult, data: TrainTestData) -> None:
         evaluation, emap = _analysis(result, data)
         left, right = st.columns([2, 3])
-        left.plotly_chart(confusion_heatmap(evaluation.confusion, evaluation.label_names),
+        left.plotly_chart(for_screen(confusion_heatmap(evaluation.confusion, evaluation.label_names)),
                           key=self.prefix + "confusion", config=CHART)
         left.caption("Macro-F1 (above) is the mean of the classes' F1 scores: a small class counts as much as a "
                      "large one, so it drops when a model ignores a class that accuracy hardly notices.")
@@ -132,7 +133,7 @@ class ClassificationUI:
         ids, segments = encode_pairs(result.tokenizer, [test.texts[index]], [test.second[index]],
                                      result.config.max_length)
         tokens = result.tokenizer.convert_ids_to_tokens(ids[0])
-        st.plotly_chart(segment_strip(tokens, segments[0]), key=self.prefix + "segments", config=CHART)
+        st.plotly_chart(for_screen(segment_strip(tokens, segments[0])), key=self.prefix + "segments", config=CHART)
         st.caption(f"{len(tokens)} tokens: sentence A with its [CLS] and first [SEP] has segment id 0, sentence B "
                    "and the last [SEP] segment id 1. Both halves go through the encoder together, so attention "
                    "can compare them; the classifier reads the pooled vector of the whole pair.")
@@ -181,8 +182,8 @@ def _embeddings(emap, data: TrainTestData, kind: str) -> None:
     what = "pairs" if kind == "pair" else "sentences"
     st.subheader(f"Where the held-out {what} sit")
     texts = test.texts if test.second is None else tuple(f"{a} | {b}" for a, b in zip(test.texts, test.second))
-    st.plotly_chart(pca_scatter(emap.before, emap.after, test.labels, test.label_names, texts,
-                                (emap.explained_before, emap.explained_after)), key=f"finetune.{kind}.pca",
+    st.plotly_chart(for_screen(pca_scatter(emap.before, emap.after, test.labels, test.label_names, texts,
+                                           (emap.explained_before, emap.explained_after))), key=f"finetune.{kind}.pca",
                     config=CHART)
     st.caption(f"Each dot is a held-out {what[:-1]}'s pooled vector (the classifier's input), projected on its "
                f"first two principal components. Class separation (between-class over within-class spread "

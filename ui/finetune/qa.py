@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 from ui.feedback import CHART, plain
+from ui.layout import for_screen
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import token_map
 from vizcore.finetune.figures import pca_scatter
@@ -148,10 +149,11 @@ def vectors_section(job, after) -> None:
         st.session_state[f"{KEY}.vectors"] = kept
     _, emap, labels, texts = kept
     st.subheader("Where the answer's tokens sit")
-    st.plotly_chart(pca_scatter(emap.before, emap.after, labels, GROUPS, texts,
-                                (emap.explained_before, emap.explained_after),
-                                f"Passage token vectors of {len(examples)} held-out questions (PCA)", "token",
-                                ("#cbd5e1", "#15803d")), key=f"{KEY}.pca", config=CHART)
+    figure = pca_scatter(emap.before, emap.after, labels, GROUPS, texts,
+                         (emap.explained_before, emap.explained_after),
+                         f"Passage token vectors of {len(examples)} held-out questions (PCA)", "token",
+                         ("#cbd5e1", "#15803d"))
+    st.plotly_chart(for_screen(figure), key=f"{KEY}.pca", config=CHART)
     st.caption(f"Each dot is one passage token, read together with its question: the last layer's vector (what "
                f"the span head reads), projected on its own first two principal components; green dots are the "
                f"gold answer's tokens ({int(np.sum(labels))} of {len(labels)}). Separation of the two groups "
@@ -221,7 +223,7 @@ def _one_example(result, data: QAData, analysis: dict) -> None:
 
 def _reading(reading: QAReading, name: str) -> None:
     st.html(highlighted_passage(reading))
-    st.plotly_chart(span_probability_bars(reading), key=f"{KEY}.bars_{name}", config=CHART)
+    st.plotly_chart(for_screen(span_probability_bars(reading)), key=f"{KEY}.bars_{name}", config=CHART)
     window = f" It read the passage in {reading.windows} overlapping windows; shown: the one the answer came from." \
         if reading.windows > 1 else ""
     st.caption("Each bar is one passage token: the probability that the answer starts (top) or ends (bottom) "

@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui import jobs
 from ui.feedback import CHART
+from ui.layout import for_screen
 from vizcore.errors import VizError
 from vizcore.finetune.figures import tiny_accuracy_curve, tiny_attention_grid
 from vizcore.finetune.tiny import TASKS, TinyConfig, TinyJob, anti_diagonal_mass, example_digits, predict_tiny
@@ -55,7 +56,7 @@ def _draw(job: TinyJob) -> None:
     if job.result is not None:
         text += f" · trained in {job.result.seconds:.1f} s" + (" (stopped)" if job.result.stopped else "")
     st.progress(min(1.0, job.step / total), text=text)
-    st.altair_chart(tiny_accuracy_curve(history.steps, total), width="stretch", key="finetune.tiny_curve")
+    st.altair_chart(for_screen(tiny_accuracy_curve(history.steps, total)), width="stretch", key="finetune.tiny_curve")
     right = st.container()
     snapshots = history.snapshots
     index = len(snapshots) - 1
@@ -64,7 +65,8 @@ def _draw(job: TinyJob) -> None:
         chosen = right.select_slider("Replay: attention at step", steps, value=steps[-1], key="finetune.tiny_replay")
         index = steps.index(chosen)
     step, maps = snapshots[index]
-    right.plotly_chart(tiny_attention_grid(maps, example_digits(job.config), step), key="finetune.tiny_grid",
+    right.plotly_chart(for_screen(tiny_attention_grid(maps, example_digits(job.config), step)),
+                       key="finetune.tiny_grid",
                        config=CHART)
     right.caption("Rows are query positions (position:digit), columns the keys they attend to; "
                   "hover a cell for its weight.")

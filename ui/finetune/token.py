@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.feedback import CHART
+from ui.layout import for_screen
 from vizcore.errors import VizError
 from vizcore.finetune.analysis import token_map
 from vizcore.finetune.entities import entity_scores, scores_table
@@ -137,10 +138,11 @@ def vectors_section(job, after) -> None:
     _, emap, labels, types, words = kept
     colours = (O_COLOUR, *type_colours(types[1:]).values())
     st.subheader("Where the held-out words sit")
-    st.plotly_chart(pca_scatter(emap.before, emap.after, labels, types, words,
-                                (emap.explained_before, emap.explained_after),
-                                f"Word vectors of {len(test)} held-out sentences (PCA), coloured by gold entity type",
-                                "gold type", colours), key=KEY + "pca", config=CHART)
+    figure = pca_scatter(emap.before, emap.after, labels, types, words,
+                         (emap.explained_before, emap.explained_after),
+                         f"Word vectors of {len(test)} held-out sentences (PCA), coloured by gold entity type",
+                         "gold type", colours)
+    st.plotly_chart(for_screen(figure), key=KEY + "pca", config=CHART)
     st.caption(f"Each dot is one word of a held-out sentence: the last layer's vector at its first piece (what "
                f"the tagger reads), projected on its own first two principal components. Type separation "
                f"(between-type over within-type spread in the full space): {emap.separation_before:.2f} before, "
@@ -166,7 +168,7 @@ def _scores(result: FinetuneResult, data: TaggedData, predicted: list[list[str]]
     st.dataframe(scores_table(scores), hide_index=True, key=KEY + "scores", column_config={
         name: st.column_config.NumberColumn(name, format="%.3f") for name in ("precision", "recall", "F1")})
     left, right = st.columns([3, 2])
-    left.plotly_chart(type_scores_chart(scores), key=KEY + "scores_chart", config=CHART)
+    left.plotly_chart(for_screen(type_scores_chart(scores)), key=KEY + "scores_chart", config=CHART)
     first = result.history.evals[0]
     right.caption(
         "An entity counts as found only when its words and its type are both exactly right. Precision: the share "
@@ -242,5 +244,6 @@ def _try(result: FinetuneResult, colours: dict[str, str]) -> None:
                          "confidence", min_value=0.0, max_value=1.0, format="percent")})
     with st.expander("Every word's tag probabilities"):
         probabilities = word_probabilities(result.model, result.tokenizer, [words], result.config.max_length)[0]
-        st.plotly_chart(tag_probability_heatmap(words, probabilities, result.label_names), key=KEY + "probabilities",
+        st.plotly_chart(for_screen(tag_probability_heatmap(words, probabilities, result.label_names)),
+                        key=KEY + "probabilities",
                         config=CHART)

@@ -24,6 +24,7 @@ from ui.finetune.training import (
     start_job,
     stop_job,
 )
+from ui.layout import for_screen
 from ui.state import selection
 from vizcore.attention.extract import extract_attention
 from vizcore.finetune.analysis import attention_change, finetuned_model
@@ -97,7 +98,8 @@ def _draw_live(job: TrainingJob) -> None:
         st.warning(jobs.stopped_text(job, "Stopped: the results below are those of the partly trained model."))
     progress, history = job.snapshot()
     if progress is not None:
-        st.altair_chart(training_curves(history, progress.total_steps), width="stretch", key="finetune.curves")
+        st.altair_chart(for_screen(training_curves(history, progress.total_steps)), width="stretch",
+                        key="finetune.curves")
     st.caption(f"Learning rate {config.learning_rate:g}, {config.epochs} epoch(s), batch size {config.batch_size}, "
                f"max length {config.max_length}, seed {config.seed}; the held-out {job.task.metric_label} is "
                "measured before training (step 0) and after every epoch.")
@@ -160,9 +162,9 @@ def _attention_changes(job: TrainingJob, analysis: dict) -> None:
     metric = st.radio("Change measured as", list(METRICS), format_func=METRICS.get, horizontal=True,
                       key="finetune.metric")
     values = change.js if metric == "js" else change.mean_abs_diff
-    st.plotly_chart(head_change_heatmap(values, "JS (bits)" if metric == "js" else "mean |Δ|",
-                                        f"Change of each head's attention, mean over {change.sentences} held-out "
-                                        "examples"), key="finetune.change", config=CHART)
+    figure = head_change_heatmap(values, "JS (bits)" if metric == "js" else "mean |Δ|",
+                                 f"Change of each head's attention, mean over {change.sentences} held-out examples")
+    st.plotly_chart(for_screen(figure), key="finetune.change", config=CHART)
     st.caption("For each example and head, the attention row of every query token before and after is compared "
                "(Jensen-Shannon divergence: 0 = the same distribution, 1 = no overlap), then averaged. "
                "Head-only training leaves every head unchanged, which this map shows as all zeros.")
@@ -185,6 +187,6 @@ def _attention_changes(job: TrainingJob, analysis: dict) -> None:
     after = extract_attention(analysis["after"], texts[index], pair)
     columns = st.columns(2)
     for column, result, when in ((columns[0], before, "before"), (columns[1], after, "after")):
-        column.plotly_chart(attention_heatmap(result.attention[layer, head], result.tokens,
-                                              title=f"{when} fine-tuning · layer {layer + 1}, head {head + 1}"),
-                            key=f"finetune.head_{when}", config=CHART)
+        figure = attention_heatmap(result.attention[layer, head], result.tokens,
+                                   title=f"{when} fine-tuning · layer {layer + 1}, head {head + 1}")
+        column.plotly_chart(for_screen(figure), key=f"finetune.head_{when}", config=CHART)

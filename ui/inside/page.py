@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import layer_head, state, url_state
 from ui.feedback import CHART
+from ui.layout import for_screen
 from ui.state import get_model
 from vizcore.colours import DIVERGING, Scale
 from vizcore.inside.demos import (
@@ -71,7 +72,7 @@ def show_matrix(matrix: np.ndarray, title: str, key: str, rows: list[str] | None
     """A labelled heatmap with its shape in the title (``matrix_heatmap``) on ``scale``, drawn in ``container``."""
     figure = matrix_heatmap(matrix, title, row_labels=rows, col_labels=cols, row_title=row_title,
                             col_title=col_title, value_name=value_name, scale=scale)
-    container.plotly_chart(figure, key=key, config=CHART)
+    container.plotly_chart(for_screen(figure), key=key, config=CHART)
 
 
 def show_check(label: str, value: float, container=st, tolerance: float = 1e-5) -> None:

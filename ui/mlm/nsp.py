@@ -16,6 +16,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import CHART, or_none
 from ui.layer_head import layer_head
+from ui.layout import for_screen
 from ui.state import get_model, selection
 from vizcore.mlm.figures import cls_attention_bars, cls_share_heatmaps, examples_table, is_next_gauge, percent
 from vizcore.mlm.nsp import EXAMPLES, NextSentence, check_pair, next_sentence, summary_line
@@ -112,8 +113,8 @@ def show_answer(result: NextSentence, name: str, device: str) -> None:
     if result.truncation_note:
         st.warning(result.truncation_note)
     left, right = st.columns([2, 3])
-    left.plotly_chart(is_next_gauge(result.is_next, f"{result.model}: "
-                                    f"{'IsNext' if result.is_next >= 0.5 else 'NotNext'}"),
+    left.plotly_chart(for_screen(is_next_gauge(result.is_next, f"{result.model}: "
+                                               f"{'IsNext' if result.is_next >= 0.5 else 'NotNext'}")),
                       key="fill_mask.nsp_gauge", config=CHART)
     left.caption(f"P(IsNext) = {result.is_next:.4f}, P(NotNext) = {1 - result.is_next:.4f} "
                  f"(logits {result.logits[0]:.3f} and {result.logits[1]:.3f}).")
@@ -134,12 +135,13 @@ def show_cls_attention(result: NextSentence) -> None:
     """Every head's [CLS] row as shares of A / B / specials, then one head's row token by token."""
     st.markdown("The head reads only the [CLS] token's last hidden state, so whatever it knows of A and B "
                 "reached [CLS] through attention. Where does each head's [CLS] row look?")
-    st.plotly_chart(cls_share_heatmaps(result, "Where [CLS] looks, every layer and head"),
+    st.plotly_chart(for_screen(cls_share_heatmaps(result, "Where [CLS] looks, every layer and head")),
                     key="fill_mask.nsp_share", config=CHART)
     layers, heads = result.share["A"].shape
     # Starts on the last layer, not the house default: the next-sentence head reads [CLS] after the last layer.
     layer, head = layer_head(layers, heads, (KEY_LAYER, KEY_HEAD), default=(layers, 1))
-    st.plotly_chart(cls_attention_bars(result, layer - 1, head - 1, f"[CLS]'s attention · layer {layer}, head {head}"),
+    st.plotly_chart(for_screen(cls_attention_bars(result, layer - 1, head - 1,
+                                                  f"[CLS]'s attention · layer {layer}, head {head}")),
                     key="fill_mask.nsp_bars", config=CHART)
     st.caption("Each head's [CLS] row sums to 1: the three grids add up to 100 % per cell. Hover for the values. "
                "Layers and heads count from 1.")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import jobs
 from ui.feedback import CHART
+from ui.layout import for_screen
 from ui.seq2seq.page import KEY_JOB, TRAINED, K, reset_step, trained_job
 from vizcore.seq2seq.alignment import alignment_accuracy
 from vizcore.seq2seq.dates import START, gold_alignment, parse_date
@@ -70,9 +71,9 @@ def draw(job: DateJob) -> None:
     st.progress(min(1.0, job.step / total), text=text)
     left, right = st.columns(2)
     steps = [s["step"] for s in history.steps]
-    left.plotly_chart(training_curves(steps, [s["loss"] for s in history.steps], steps,
-                                      [s["exact_match"] for s in history.steps], "Loss and held-out exact match"),
-                      key="translate.curves", config=CHART)
+    curves = training_curves(steps, [s["loss"] for s in history.steps], steps,
+                             [s["exact_match"] for s in history.steps], "Loss and held-out exact match")
+    left.plotly_chart(for_screen(curves), key="translate.curves", config=CHART)
     with right:
         show_snapshot(job, history.snapshots)
 
@@ -95,9 +96,9 @@ def show_snapshot(job: DateJob, snapshots: list[tuple[int, np.ndarray]]) -> None
                 if layers > 1 else 1)
     fig = cross_attention_heatmap(run, layer - 1, head - 1)
     fig.update_layout(title_text=f"Step {step:,}: cross-attention · layer {layer}, head {head}")
-    st.plotly_chart(fig, key="translate.train_cross", config=CHART)
-    st.plotly_chart(alignment_accuracy_heatmap(alignment_accuracy(cross, run.gold),
-                                               f"Step {step:,}: alignment accuracy on this example"),
+    st.plotly_chart(for_screen(fig), key="translate.train_cross", config=CHART)
+    st.plotly_chart(for_screen(alignment_accuracy_heatmap(alignment_accuracy(cross, run.gold),
+                                                          f"Step {step:,}: alignment accuracy on this example")),
                     key="translate.train_accuracy", config=CHART)
 
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART
+from ui.layout import for_screen
 from ui.seq2seq.page import SHIPPED, TRAINED, K, View, chips, trained_job
 from vizcore.seq2seq.alignment import aligned, alignment_accuracy
 from vizcore.seq2seq.dates import OUTPUT_VOCAB, START
@@ -72,7 +73,7 @@ def show_steps(view: View, layer: int, head: int) -> None:
     if rows:
         fig = cross_attention_heatmap(run_up_to(view.run, rows), layer - 1, head - 1)
         fig.update_layout(title_text=f"Cross-attention so far · layer {layer}, head {head}")
-        right.plotly_chart(fig, key="translate.step_cross", config=CHART)
+        right.plotly_chart(for_screen(fig), key="translate.step_cross", config=CHART)
         right.caption("Row i: where the decoder looked while writing output i; a dot marks the most attended "
                       "input" + ("; squares, the gold alignment." if view.run.gold is not None else ".")
                       + (" Beam search: the rows of the answer, the best finished beam." if _is_beam(view) else ""))
@@ -89,8 +90,9 @@ def greedy_step(view: View, step: int) -> None:
     st.markdown(f"**Step {step + 1} of {len(steps)}.** The decoder reads {chips(read)} and writes "
                 f"**`{now.token}`**, probability {now.probability:.1%}.")
     order = np.argsort(-now.distribution)[:BARS]
-    st.plotly_chart(step_distribution_bars([OUTPUT_VOCAB[i] for i in order], now.distribution[order], now.token,
-                                           f"Step {step + 1}: the next character"),
+    st.plotly_chart(for_screen(step_distribution_bars([OUTPUT_VOCAB[i] for i in order], now.distribution[order],
+                                                      now.token,
+                                                      f"Step {step + 1}: the next character")),
                     key="translate.step_bars", config=CHART)
     st.caption("Greedy decoding writes the most probable token (orange). </s> is the end token.")
 
@@ -109,9 +111,9 @@ def beam_step(view: View, step: int) -> None:
                          format_func=lambda r: f"{r + 1}: <s> {' '.join(read[r].tokens)} (score {read[r].score:.3f})")
     children = [b for b in now.beams + now.finished if step == 0 or b.parent == shown]
     order = np.argsort(-now.distributions[shown])[:BARS]
-    st.plotly_chart(step_distribution_bars([OUTPUT_VOCAB[i] for i in order], now.distributions[shown][order],
-                                           [b.tokens[-1] for b in children],
-                                           f"Step {step + 1}, beam {shown + 1}: the next character"),
+    st.plotly_chart(for_screen(step_distribution_bars([OUTPUT_VOCAB[i] for i in order], now.distributions[shown][order],
+                                                      [b.tokens[-1] for b in children],
+                                                      f"Step {step + 1}, beam {shown + 1}: the next character")),
                     key="translate.step_bars", config=CHART)
     st.dataframe(beam_table(now), hide_index=True, key="translate.beams", width="stretch",
                  column_config={"score": st.column_config.NumberColumn(format="%.4f")})
@@ -132,9 +134,9 @@ def hub_step(view: View, step: int) -> None:
     st.markdown(f"**Step {step + 1} of {len(view.steps)}.** The decoder reads "
                 f"{chips(view.run.decoder_tokens[: step + 1])} and writes **`{now.chosen}`**, probability "
                 f"{now.chosen_probability:.1%}" + (f" (rank {now.chosen_rank + 1})" if now.chosen_rank else "") + ".")
-    st.plotly_chart(step_distribution_bars(now.tokens, now.probabilities, now.chosen,
-                                           f"Step {step + 1}: the {len(now.tokens)} most probable next tokens"),
-                    key="translate.step_bars", config=CHART)
+    bars = step_distribution_bars(now.tokens, now.probabilities, now.chosen,
+                                  f"Step {step + 1}: the {len(now.tokens)} most probable next tokens")
+    st.plotly_chart(for_screen(bars), key="translate.step_bars", config=CHART)
 
 
 # ---- the three attentions ---------------------------------------------------------------------------
@@ -151,7 +153,8 @@ def show_attentions(view: View, layer: int, enc_layer: int, head: int) -> None:
                "cross": cross_attention_heatmap(run, layer - 1, head - 1)}
     places = st.columns(3) if arrangement == SIDE else [st.container() for _ in figures]
     for place, (name, fig) in zip(places, figures.items()):
-        place.plotly_chart(in_a_column(fig) if arrangement == SIDE else fig, key=f"translate.{name}", config=CHART)
+        place.plotly_chart(for_screen(in_a_column(fig) if arrangement == SIDE else fig), key=f"translate.{name}",
+                           config=CHART)
     if arrangement == SIDE:
         st.caption("Rows attend, columns are attended to; hover a cell for its tokens and weight.")
     st.markdown(
@@ -183,7 +186,7 @@ def show_alignment(view: View, layer: int, head: int) -> None:
             st.info(no_gold_reason(view))
         else:
             accuracy = alignment_accuracy(run.cross, run.gold)
-            st.plotly_chart(alignment_accuracy_heatmap(accuracy, "On this input"), key="translate.accuracy",
+            st.plotly_chart(for_screen(alignment_accuracy_heatmap(accuracy, "On this input")), key="translate.accuracy",
                             config=CHART)
             counted = run.gold.any(-1)  # [O]: not the dashes
             hits = aligned(run.cross[layer - 1, head - 1], run.gold)[counted]
@@ -211,7 +214,8 @@ def held_out(view: View) -> None:
     measured = card()["heldout"] if choice == SHIPPED else trained_heldout()
     where = (f"{measured['dates']:,} held-out dates (model card)" if choice == SHIPPED
              else "200 held-out dates (measured now)")  # one line in half of a 1024-px laptop's width
-    st.plotly_chart(alignment_accuracy_heatmap(np.array(measured["alignment"]), where), key="translate.heldout",
+    st.plotly_chart(for_screen(alignment_accuracy_heatmap(np.array(measured["alignment"]), where)),
+                    key="translate.heldout",
                     config=CHART)
     by_role = {role: np.array(measured["alignment_by_role"][role]) for role in ROLES}
     st.dataframe(role_table(by_role, np.array(measured["year_alignment"])), hide_index=True,

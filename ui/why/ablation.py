@@ -12,6 +12,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import CHART, or_none, or_stop
 from ui.layer_head import layer_head
+from ui.layout import for_screen
 from ui.state import get_model
 from ui.why import page as why
 from ui.why.page import WhyContext
@@ -139,7 +140,7 @@ def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None
         columns = st.columns([3, 1])
         title = f"Mask {number + 1}: each word's probability" if len(result.masks) > 1 else \
             "The masked word: each word's probability"
-        columns[0].plotly_chart(before_after_bars(mask.compared, title), key=f"why.ablation.bars{number}",
+        columns[0].plotly_chart(for_screen(before_after_bars(mask.compared, title)), key=f"why.ablation.bars{number}",
                                 config=CHART)
         if mask.word is not None:
             columns[1].metric(f"P({mask.word})", percent(mask.word_after),
@@ -168,8 +169,8 @@ def classifier_section(ctx: WhyContext, heads: list[tuple[int, int]], mode: str)
         ablate_classifier, classifier.result.classifier, encoder, classifier.result.label_names, ctx.sentence,
         classifier.result.config.max_length, heads, mode, means)
     if effect is not None:
-        st.plotly_chart(class_bars(effect.labels, effect.before, effect.after,
-                                   f"Class probabilities of “{ctx.sentence[:60]}”"),
+        st.plotly_chart(for_screen(class_bars(effect.labels, effect.before, effect.after,
+                                              f"Class probabilities of “{ctx.sentence[:60]}”")),
                         key="why.ablation.classes", config=CHART)
         st.caption("The same heads are switched off in the classifier's own (fine-tuned) encoder.")
 
@@ -177,9 +178,10 @@ def classifier_section(ctx: WhyContext, heads: list[tuple[int, int]], mode: str)
 def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> None:
     st.subheader("What later layers look at now")
     change = result.attention_change()
-    st.plotly_chart(layer_head_heatmap(change, "How far each head's attention moved (✕ = switched off)",
-                                       "moved (JS, bits)", marked=heads, zrange=(0.0, max(0.05, float(change.max()))),
-                                       scale=CHANGE), key="why.ablation.moved", config=CHART)
+    st.plotly_chart(for_screen(layer_head_heatmap(change, "How far each head's attention moved (✕ = switched off)",
+                                                  "moved (JS, bits)", marked=heads, zrange=(0.0, max(0.05,
+                                                                                                     float(change.max()))),
+                                                  scale=CHANGE)), key="why.ablation.moved", config=CHART)
     st.caption("Moved = the Jensen-Shannon divergence between a head's attention rows with every head and with "
                "the chosen heads off, averaged over tokens (as the Fine-tuning lab measures what training "
                "changed): 0 = unchanged, 1 bit = looks somewhere else entirely. "
@@ -194,6 +196,6 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
     columns = st.columns(2)
     for column, matrix, when in ((columns[0], result.attention_before, "every head"),
                                  (columns[1], result.attention_after, "heads off")):
-        column.plotly_chart(attention_heatmap(matrix[layer, head], result.tokens,
-                                              title=f"Layer {layer + 1}, head {head + 1}: {when}"),
+        column.plotly_chart(for_screen(attention_heatmap(matrix[layer, head], result.tokens,
+                                                         title=f"Layer {layer + 1}, head {head + 1}: {when}")),
                             key=f"why.ablation.attention.{when}", config=CHART)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_stop
+from ui.layout import for_screen
 from ui.state import get_model
 from ui.why import page as why
 from ui.why.page import Classifier, WhyContext
@@ -131,7 +132,7 @@ def _show_result(result: Attribution, ctx: WhyContext, explain: str) -> None:
     st.caption("Integrated gradients and occlusion give [CLS], [SEP] and the mask 0 (they are never changed); "
                "gradient × input gives them their own products; rollout is a share of attention, never negative, "
                "and much of it goes to [CLS] and [SEP].")
-    st.plotly_chart(attribution_bars(result.tokens, labelled), key="why.attribution.bars", config=CHART)
+    st.plotly_chart(for_screen(attribution_bars(result.tokens, labelled)), key="why.attribution.bars", config=CHART)
     _show_agreement(result)
     record = to_dict(result, ctx.model if explain == "answer" else ctx.classifier.result.model_name,
                      ctx.masked if explain == "answer" else ctx.sentence)
@@ -157,7 +158,8 @@ def _show_completeness(result: Attribution) -> None:
 def _show_agreement(result: Attribution) -> None:
     names = [METHODS[m] for m in result.scores]
     st.subheader("Where attention agrees with gradients, and where it does not")
-    st.plotly_chart(method_correlation_heatmap(result.correlation, names), key="why.attribution.correlation",
+    st.plotly_chart(for_screen(method_correlation_heatmap(result.correlation, names)),
+                    key="why.attribution.correlation",
                     config=CHART)
     st.caption(f"Spearman's rank correlation over the {int(result.ordinary.sum())} ordinary tokens "
                "(not [CLS], [SEP] or the mask): +1 = the same order of importance, 0 = unrelated, −1 = reversed.")

@@ -14,6 +14,7 @@ import streamlit as st
 
 from ui import jobs, url_state
 from ui.feedback import CHART
+from ui.layout import for_screen
 from ui.why.page import WhyContext
 from vizcore.why.figures import importance_heatmap, pruning_lines, rank_scatter
 from vizcore.why.heldout import SENTENCES
@@ -156,14 +157,15 @@ def _results(result: HeadImportance) -> None:
 def _maps(result: HeadImportance, metric: int, normalised: bool) -> None:
     name = result.metrics[metric]
     gradient = result.gradient_normalised if normalised else result.gradient
-    st.plotly_chart(importance_heatmap(result.ablation[metric], "Ablation: what removing the head alone costs",
-                                       DROP_NAMES[name], diverging=True),
+    st.plotly_chart(for_screen(importance_heatmap(result.ablation[metric],
+                                                  "Ablation: what removing the head alone costs",
+                                                  DROP_NAMES[name], diverging=True)),
                     config=CHART, key="why.importance.ablation_map")
-    st.plotly_chart(importance_heatmap(gradient, "Gradient: Michel et al.'s importance",
-                                       "normalised |∂L/∂ξ|" if normalised else "mean |∂L/∂ξ|"),
+    st.plotly_chart(for_screen(importance_heatmap(gradient, "Gradient: Michel et al.'s importance",
+                                                  "normalised |∂L/∂ξ|" if normalised else "mean |∂L/∂ξ|")),
                     config=CHART, key="why.importance.gradient_map")
     rho = result.correlation(metric, normalised)
-    st.plotly_chart(rank_scatter(result.ablation[metric], gradient, "ablation", "gradient", rho),
+    st.plotly_chart(for_screen(rank_scatter(result.ablation[metric], gradient, "ablation", "gradient", rho)),
                     config=CHART, key="why.importance.scatter")
     st.caption("Red cells: removing that head alone makes the model worse; blue: it does slightly better "
                f"without it. Spearman's ρ = {'undefined' if np.isnan(rho) else f'{rho:.2f}'} between the two "
@@ -175,8 +177,9 @@ def _pruning(result: HeadImportance, metric: int) -> None:
     name = result.metrics[metric]
     heads = result.gradient.size
     curves = {ranking: curve[:, metric] for ranking, curve in result.curves.items()}
-    st.plotly_chart(pruning_lines(result.removed, curves, float(result.plain[metric]), METRIC_NAMES[name], heads,
-                                  "Pruning heads least important first"),
+    st.plotly_chart(for_screen(pruning_lines(result.removed, curves, float(result.plain[metric]), METRIC_NAMES[name],
+                                             heads,
+                                             "Pruning heads least important first")),
                     config=CHART, key="why.importance.pruning")
     st.caption("Each point removes that many heads together (Michel et al.'s curve). The rankings were made on "
                "these same examples, so the curves flatter them a little; the random order is the baseline.")

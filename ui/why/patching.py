@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_stop
+from ui.layout import for_screen
 from ui.state import get_model
 from ui.why.page import WhyContext
 from vizcore.colours import DIVERGING
@@ -63,15 +64,16 @@ def show(ctx: WhyContext) -> dict:
                       "on the clean sentence")
     columns[1].metric("LD corrupted", f"{result.ld_corrupt:.3f}")
     columns[2].metric("Difference to recover", f"{result.ld_clean - result.ld_corrupt:.3f}")
-    st.plotly_chart(patching_heatmap(result.recovered, result.clean_tokens, result.corrupt_tokens,
-                                     "Recovered share: one hidden state at one position patched from the clean run"),
-                    key="why.patching.states", config=CHART)
+    states = patching_heatmap(result.recovered, result.clean_tokens, result.corrupt_tokens,
+                              "Recovered share: one hidden state at one position patched from the clean run")
+    st.plotly_chart(for_screen(states), key="why.patching.states", config=CHART)
     st.caption("Rows: the embedding output, then the output of each layer. 1 = the clean answer is back, 0 = "
                "nothing changed, negative = further away. The last layer at the mask is exactly 1 (it is what the "
                "masked-LM head reads) and 0 elsewhere; the embeddings recover only where the sentences differ.")
-    st.plotly_chart(layer_head_heatmap(result.head_recovered, "Recovered share: each head patched from the clean "
-                                       "run", "recovered", scale=DIVERGING,
-                                       zrange=_symmetric(result.head_recovered)),
+    st.plotly_chart(for_screen(layer_head_heatmap(result.head_recovered,
+                                                  "Recovered share: each head patched from the clean "
+                                                  "run", "recovered", scale=DIVERGING,
+                                                  zrange=_symmetric(result.head_recovered))),
                     key="why.patching.heads", config=CHART)
     st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),
                        file_name="patching.json", mime="application/json", key="why.patching.download")

@@ -44,6 +44,7 @@ from vizcore.plot import display_tokens
 FULL_MAX_TOKENS = 128
 VIEWS = ("heatmap", "grid", "lines")
 LEVELS = 255
+RENDERER_FONT = 18  # px, every label of the renderer (its own default too)
 # zlib level 4: within 1 % of level 9's size on attention codes, at a tenth of its time (67 ms for a
 # 512-token layer of 12 heads on one core here; level 1 is 36 ms and 6 % larger).
 DEFLATE_LEVEL = 4
@@ -104,14 +105,16 @@ def loaded_layers(result: Run, layer: int) -> list[int]:
 def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "heatmap",
                       options: ViewOptions = ViewOptions(), layers: list[int] | None = None,
                       controls: dict | None = None, title: str | None = None,
-                      encode: Callable[[int], str | bytes] | None = None, grid: dict | None = None) -> dict:
+                      encode: Callable[[int], str | bytes] | None = None, grid: dict | None = None,
+                      font: int = RENDERER_FONT) -> dict:
     """The renderer's payload for ``result``, opening on ``layer``/``head`` (0-based) in ``view``.
 
     ``layers`` (0-based) overrides which layers' weights are included (default ``loaded_layers``).
     ``controls`` says which of the renderer's own controls to show: ``views`` (heatmap / grid /
     lines tabs), ``filters`` (pair filter, hide [CLS]/[SEP], merge word pieces), ``layerHead``.
     ``encode(layer)`` and ``grid`` let a caller reuse encodings it keeps (``encode_layer``, ``grid_codes``;
-    or ``deflate_layer``'s bytes, for ``binary_payload``).
+    or ``deflate_layer``'s bytes, for ``binary_payload``). ``font``: the size of every label in px (the
+    projector setting draws at ``vizcore.plot.PROJECTOR_FONT_SIZE``).
     """
     if not (0 <= layer < result.num_layers and 0 <= head < result.num_heads):
         raise VizError(f"Layer {layer + 1}, head {head + 1} is not in this model "
@@ -146,6 +149,7 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
         "options": {"pairFilter": options.pair_filter, "hideSpecial": bool(options.hide_special),
                     "mergeWords": bool(options.merge_words)},
         "controls": {"views": True, "filters": True, "layerHead": True} | (controls or {}),
+        "font": int(font),
     }
     payload["inputId"] = input_id(payload)
     return payload

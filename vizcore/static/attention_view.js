@@ -15,7 +15,8 @@
 // User text is only ever set with textContent or drawn on a canvas: it never becomes markup.
 (function (global) {
   "use strict";
-  const FONT = 18; // px: every label readable on a projector
+  const DEFAULT_FONT = 18; // px: every label readable on a laptop; a payload's "font" sets it (the projector: 24)
+  let FONT = DEFAULT_FONT;
   const FONT_FAMILY = "Helvetica, Arial, sans-serif";
   // Sentence A blue, B orange and in italics: told apart with colour-blindness, and without colour.
   const SEGMENT_COLOURS = ["#1f5fa8", "#c2410c"];
@@ -177,11 +178,12 @@
   }
 
   const CSS = [
-    ".ib-attention{position:relative;font-family:" + FONT_FAMILY + ";font-size:" + FONT + "px;color:#111;",
+    ".ib-attention{position:relative;font-family:" + FONT_FAMILY + ";font-size:var(--ib-font," + DEFAULT_FONT + "px);color:#111;",
     "background:#fff;outline:none;padding:4px}",
     ".ib-attention:focus-visible{box-shadow:0 0 0 3px #1f5fa8}",  // 6.4:1 on white: a focus ring needs 3:1
     ".ib-bar{display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center;margin-bottom:6px}",
-    ".ib-bar button,.ib-bar select{font-size:" + FONT + "px;padding:6px 12px;min-height:44px;border:1px solid #888;",
+    ".ib-bar button,.ib-bar select{font-size:var(--ib-font," + DEFAULT_FONT + "px);padding:6px 12px;min-height:44px;",
+    "border:1px solid #888;",
     "border-radius:6px;background:#f4f4f4;color:#111;cursor:pointer}",  // 44 px: a target for a finger or a lectern mouse
     ".ib-bar button{min-width:44px}.ib-step{display:inline-flex;gap:4px;align-items:center}",
     ".ib-step>span{font-weight:bold;margin-right:4px}",
@@ -192,9 +194,9 @@
     ".ib-status{margin:4px 0;color:#333;min-height:1.3em}",
     ".ib-stage{position:relative;overflow:auto;max-height:1400px}.ib-stage.ib-stale{opacity:.3;pointer-events:none}",
     ".ib-tip{position:absolute;pointer-events:none;background:#111;color:#fff;padding:6px 10px;",
-    "border-radius:4px;white-space:pre;z-index:10;display:none;font-size:" + FONT + "px}",
+    "border-radius:4px;white-space:pre;z-index:10;display:none;font-size:var(--ib-font," + DEFAULT_FONT + "px)}",
     ".ib-lines{position:relative}",
-    ".ib-token{position:absolute;white-space:pre;cursor:pointer;line-height:28px;padding:0 4px;overflow:hidden;",
+    ".ib-token{position:absolute;white-space:pre;cursor:pointer;line-height:1.55em;padding:0 4px;overflow:hidden;",
     "text-overflow:ellipsis;box-sizing:border-box}",
     ".ib-token.ib-dim{opacity:.35}.ib-token.ib-focus{font-weight:bold;text-decoration:underline}",
   ].join("");
@@ -550,7 +552,7 @@
     }
 
     function drawLines(m) {
-      const ROW = 28, GAP = 280;
+      const ROW = Math.round(FONT * 1.55), GAP = Math.round(FONT * 15.5);
       const R = m.rows.length, C = m.cols.length, pair = isPair(state.p);
       const probe = canvasFor(1, 1).ctx;
       const leftW = widest(probe, m.rows.map(function (g) { return g.label; }), 240) + 16;  // + the spans' padding
@@ -728,8 +730,10 @@
       });
       // The layer on screen (or to open) first, then the others.
       const first = String(fresh ? next.initial.layer : state.layer);
-      const rebuild = fresh || !same(state.p.controls, next.controls);
+      const rebuild = fresh || !same(state.p.controls, next.controls) || state.p.font !== next.font;
       state.p = next;
+      FONT = next.font || DEFAULT_FONT;
+      el.style.setProperty("--ib-font", FONT + "px");
       if (state.encoded[first]) unpack(first);
       Object.keys(state.encoded).forEach(unpack);
       if (rebuild) buildControls();

@@ -1,0 +1,78 @@
+"""The projector setting (issue 30 D; ui/layout.py): every page opened by a link with ``?present=1`` at 1024 x 768,
+measured in the browser: body text at least 24 px, tick labels, legends and the attention view's labels at least
+20 px, no visible text below 16 px, text contrast at least 7:1 (axe-core's ``color-contrast-enhanced``, WCAG's
+AAA level), no sideways scroll, the sidebar folded away, and the setting kept in the link.
+
+One page per test on the session's server (``app_url``), in the test process's browser context. Screenshots:
+artifacts/screenshots/projector-<page>.png (the window, as the room sees it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import ALLOWED_SCROLL, LAPTOP, MEASURE, _axe_source, screenshot, wait_until_idle
+
+PAGES = {"home": "", "attention": "attention", "step-by-step": "step-by-step", "positional": "positional",
+         "fill-mask": "fill-mask", "generate": "generate", "translate": "translate", "finetune": "finetune",
+         "embeddings": "embeddings", "why": "why", "corpus": "corpus"}
+BODY_PX, LABEL_PX, SMALLEST_PX = 24, 20, 16
+
+# Every text node the room can see (HTML and SVG: plotly's labels), with its size; the attention view's canvas
+# draws its labels at the view's own font size. Off the window to the left is the folded sidebar.
+SIZES = """() => {
+  const shown = el => { const r = el.getBoundingClientRect(); const s = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && r.right > 0 && s.visibility !== 'hidden' && parseFloat(s.opacity) > 0; };
+  const small = [], body = [], labels = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.data.trim(), el = node.parentElement;
+    if (!text || !el || el.closest('style, script, [aria-hidden=true]') || !shown(el)) continue;
+    const px = parseFloat(getComputedStyle(el).fontSize);
+    if (px < 16) small.push(`${text.slice(0, 40)} (${px} px)`);
+    // body text: what st.markdown writes (not a control's, a tab's, a metric's or a table's label, not a caption)
+    const paragraph = el.closest('[data-testid=stMain] [data-testid=stMarkdown] p');
+    const secondary = '[data-testid=stCaptionContainer], label, button, [role=tab], table, small, sub, sup, code';
+    if (paragraph && !el.closest(secondary)
+        && px < 24) body.push(`${text.slice(0, 40)} (${px} px)`);
+    if (el.closest('.xtick, .ytick, .legendtext, .cbaxis, .ib-attention') && px < 20)
+      labels.push(`${text.slice(0, 40)} (${px} px)`);
+  }
+  for (const view of document.querySelectorAll('.ib-attention')) {
+    const px = parseFloat(getComputedStyle(view).fontSize);
+    if (px < 20) labels.push(`the attention view's canvas labels (${px} px)`);
+  }
+  const sidebar = document.querySelector('[data-testid=stSidebar]');
+  return {small, body, labels, sidebarShown: !!sidebar && sidebar.getBoundingClientRect().right > 1};
+}"""
+
+
+def contrast_below_7(page) -> list[str]:
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(_axe_source())
+    result = page.evaluate("() => axe.run(document, {runOnly: {type: 'rule', values: ['color-contrast-enhanced']}})")
+    return [f"{node['html'][:120]}: {' '.join(node.get('failureSummary', '').split())[:200]}"
+            for rule in result["violations"] for node in rule["nodes"]]
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_page_in_the_projector_setting_is_large_and_strong_at_1024_x_768(context, app_url, name):
+    page = context.new_page()
+    page.set_viewport_size(LAPTOP)
+    try:
+        page.goto(f"{app_url}/{PAGES[name]}?present=1")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=180_000)
+        wait_until_idle(page, timeout_s=180)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        screenshot(page, f"projector-{name}")
+        sizes = page.evaluate(SIZES)
+        assert (sizes["small"], sizes["body"], sizes["labels"]) == ([], [], []), f"{name}: {sizes}"
+        assert not sizes["sidebarShown"], "the sidebar is folded away on a projector"
+        assert contrast_below_7(page) == [], name
+        found = page.evaluate(MEASURE)
+        scrolls = [s for s in found["scrolls"] if not any(allowed in s for allowed in ALLOWED_SCROLL)]
+        assert (scrolls, found["clipped"]) == ([], []), f"{name}: {found}"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"
+        assert "present=1" in page.url  # the address bar's link opens the same setting
+    finally:
+        page.close()
