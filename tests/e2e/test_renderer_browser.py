@@ -73,6 +73,42 @@ def test_arrow_keys_switch_head_and_layer_and_the_element_says_what_it_drew(open
     assert page.locator(".ib-title").inner_text() == "synthetic · layer 1, head 3 · 12 tokens"
 
 
+def test_the_heatmaps_text_alternative_is_a_table_of_its_largest_weights_and_follows_the_keys(opened):
+    """What a screen reader reads instead of the canvas (issue 30 B): the head's 20 largest weights, largest
+    first, as query, key and weight; the same numbers the canvas draws (8-bit, as the browser has them)."""
+    run = synthetic_run(layers=2, heads=3)
+    page = opened(run, layer=1, head=2)
+    for key, head in ((None, 2), ("ArrowLeft", 1)):
+        if key:
+            page.focus(VIEW)
+            page.keyboard.press(key)
+        weights = dequantise(quantise(run.attention[1, head]))
+        _, rows, cols = apply_view(weights, run.tokens, run.offsets, run.special_mask, run.segment_ids, ViewOptions())
+        order = sorted(range(weights.size), key=lambda i: (-weights.flat[i], i))[:20]
+        expected = [[rows.tokens[i // weights.shape[1]], cols.tokens[i % weights.shape[1]], f"{weights.flat[i]:.3f}"]
+                    for i in order]
+        table = page.locator(f"{VIEW} table")
+        assert table.locator("caption").inner_text().startswith(f"Layer 2, head {head + 1}: the 20 largest of ")
+        assert table.locator("th").all_inner_texts() == ["query", "key", "weight"]
+        got = [row.locator("td").all_text_contents() for row in table.locator("tbody tr").all()]
+        assert got == expected, key
+        label = page.locator(f"{VIEW} canvas").first.get_attribute("aria-label")
+        assert label.startswith(f"heatmap of layer 2, head {head + 1}:") and "largest weights" in label
+    assert page.evaluate("getComputedStyle(document.querySelector('#attention-view table')).clip") != "auto"
+
+
+def test_in_the_grid_arrow_keys_move_the_frame_and_enter_opens_that_head(opened):
+    page = opened(synthetic_run(layers=3, heads=4), view="grid")
+    page.focus(VIEW)
+    for key in ("ArrowDown", "ArrowRight", "ArrowRight"):
+        page.keyboard.press(key)
+    assert page.get_attribute(VIEW, "data-view") == "grid" and shown(page) == ("2", "3")
+    assert "frame is on layer 2, head 3" in page.locator(f"{VIEW} canvas").first.get_attribute("aria-label")
+    page.keyboard.press("Enter")
+    assert page.get_attribute(VIEW, "data-view") == "heatmap" and shown(page) == ("2", "3")
+    assert page.errors == []
+
+
 def test_hover_shows_query_key_and_weight_with_markup_as_text(opened):
     run = synthetic_run(layers=1, heads=1)
     page = opened(run)

@@ -11,7 +11,9 @@
 // host: {onSelect({layer, head, view}), onRequestLayer(layer)}, both optional.
 //
 // Contract for tests and scripts: the element carries data-layer and data-head (1-based) once it has drawn
-// that head, is focusable, and ArrowRight/ArrowLeft change the head, ArrowDown/ArrowUp the layer.
+// that head, is focusable, and ArrowRight/ArrowLeft change the head, ArrowDown/ArrowUp the layer; in the grid,
+// Enter opens the framed head. The heatmap's canvas is followed by a table (class ib-sr, read by screen readers,
+// not drawn) of the head's largest weights: query, key, weight.
 // User text is only ever set with textContent or drawn on a canvas: it never becomes markup.
 (function (global) {
   "use strict";
@@ -22,6 +24,7 @@
   const SEGMENT_COLOURS = ["#1f5fa8", "#c2410c"];
   const LINE_THRESHOLD = 0.01;
   const LEGEND_WIDTH = 170;
+  const TABLE_ROWS = 20;  // the heatmap's largest weights in its text alternative
   const VIEW_NAMES = {heatmap: "Heatmap", grid: "All heads", lines: "Head view"};
   const PAIR_FILTERS = ["all", "A->B", "B->A", "A->A", "B->B"];
 
@@ -199,6 +202,9 @@
     ".ib-token{position:absolute;white-space:pre;cursor:pointer;line-height:1.55em;padding:0 4px;overflow:hidden;",
     "text-overflow:ellipsis;box-sizing:border-box}",
     ".ib-token.ib-dim{opacity:.35}.ib-token.ib-focus{font-weight:bold;text-decoration:underline}",
+    // read by a screen reader, not drawn: 1 px and clipped (the usual visually-hidden pattern)
+    ".ib-sr{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);",
+    "white-space:nowrap;border:0}",
   ].join("");
 
   function addStyle(root) {
@@ -475,8 +481,9 @@
       ctx.font = FONT + "px " + FONT_FAMILY;
       legend(ctx, left + C * cell + 16, top + 24, Math.max(80, Math.min(R * cell - 24, 320)), state.p.scales.weight);
       drawn.canvas.setAttribute("role", "img");
-      drawn.canvas.setAttribute("aria-label", "heatmap of " + R + " query by " + C + " key tokens: " +
-        rowLabels.slice(0, 64).join(" ") + (R > 64 ? " \u2026" : ""));
+      drawn.canvas.setAttribute("aria-label", "heatmap of layer " + (state.layer + 1) + ", head " +
+        (state.head + 1) + ": " + R + " query by " + C + " key tokens: " + rowLabels.slice(0, 64).join(" ") +
+        (R > 64 ? " \u2026" : "") + ". The table after it lists the largest weights.");
       drawn.canvas.addEventListener("mousemove", function (event) {
         const box = drawn.canvas.getBoundingClientRect();
         const c = Math.floor((event.clientX - box.left - left) / cell);
@@ -487,7 +494,35 @@
                 m.values[r * C + c].toFixed(3), at[0], at[1]);
       });
       drawn.canvas.addEventListener("mouseleave", hideTip);
-      return drawn.canvas;
+      const both = element("div");
+      both.appendChild(drawn.canvas);
+      both.appendChild(topWeights(m, rowLabels, colLabels));
+      return both;
+    }
+
+    // The heatmap's text alternative: its TABLE_ROWS largest weights, largest first, as a table a screen
+    // reader reads (query, key, weight); the canvas is a picture to it.
+    function topWeights(m, rowLabels, colLabels) {
+      const R = m.rows.length, C = m.cols.length, order = [];
+      for (let i = 0; i < R * C; i++) order.push(i);
+      order.sort(function (a, b) { return m.values[b] - m.values[a] || a - b; });
+      const table = element("table", "ib-sr");
+      element("caption", "", table).textContent = "Layer " + (state.layer + 1) + ", head " + (state.head + 1) +
+        ": the " + Math.min(TABLE_ROWS, R * C) + " largest of " + R * C + " attention weights, largest first";
+      const head = element("tr", "", element("thead", "", table));
+      ["query", "key", "weight"].forEach(function (name) {
+        const cell = element("th", "", head);
+        cell.setAttribute("scope", "col");
+        cell.textContent = name;
+      });
+      const body = element("tbody", "", table);
+      order.slice(0, TABLE_ROWS).forEach(function (i) {
+        const row = element("tr", "", body), r = Math.floor(i / C), c = i % C;
+        element("td", "", row).textContent = rowLabels[r];
+        element("td", "", row).textContent = colLabels[c];
+        element("td", "", row).textContent = m.values[i].toFixed(3);
+      });
+      return table;
     }
 
     function gridCodes() {
@@ -547,7 +582,8 @@
         if (found) { hideTip(); select(found[0], found[1], "heatmap", true); }
       });
       drawn.canvas.setAttribute("role", "img");
-      drawn.canvas.setAttribute("aria-label", "all layers by heads; click a head to open it");
+      drawn.canvas.setAttribute("aria-label", "all " + L + " layers by " + H + " heads; the frame is on layer " +
+        (state.layer + 1) + ", head " + (state.head + 1) + ": arrow keys move it, Enter opens that head");
       return drawn.canvas;
     }
 
@@ -661,7 +697,7 @@
       if (state.view === "grid") {
         title.textContent = p.title + " \u00b7 all " + p.numLayers + " layers \u00d7 " + p.numHeads + " heads";
         status.textContent = "Each head at " + p.grid.cells + " \u00d7 " + p.grid.cells +
-          " cells (block means); the black frame is " + where + ". Click a head to open it.";
+          " cells (block means); the black frame is " + where + ". Click a head to open it (or arrow keys, then Enter).";
         drawn = drawGrid();
       } else {
         const codes = codesOf(state.layer);
@@ -755,6 +791,11 @@
       const tag = event.target && event.target.tagName;
       if (tag === "SELECT" || tag === "INPUT") return;
       const moves = {ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0]};
+      if (event.key === "Enter" && state.p && state.view === "grid") {  // the framed head, opened as a heatmap
+        event.preventDefault();
+        select(state.layer, state.head, "heatmap", true);
+        return;
+      }
       const move = moves[event.key];
       if (!move || !state.p) return;
       event.preventDefault();
