@@ -1,0 +1,130 @@
+"""Keyboard only (issue 30 B): the main task of the Explorer, Fill-mask, Generate and the Fine-tuning lab, done with
+Tab, typing, Enter and the arrow keys, never the mouse, at 1024 x 768. Every control the task needs is reached by
+Tab from the top of the page (no trap on the way: Tab moves on), and each shows its focus: at least a ring's worth
+of its pixels (its perimeter, and 5 px around it) changes colour by 3:1 or more when focus arrives (WCAG 1.4.11
+and 2.4.7, measured on screenshots with the focus on and off, not read from the CSS).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from tests.e2e.conftest import LAPTOP, screenshot, wait_until_idle
+
+MOST_TABS = 60  # from the top of a page to any control a main task needs (the sidebar's 20 stops included)
+FOCUSED_NAME = """() => { const e = document.activeElement; if (!e || e === document.body) return '';
+  return (e.getAttribute('aria-label') || (e.labels && e.labels[0] && e.labels[0].innerText) || e.innerText || '')
+    .trim(); }"""
+FOCUSED_BOX = "() => { const r = document.activeElement.getBoundingClientRect(); return [r.x, r.y, r.width, r.height] }"
+
+
+def luminance(rgb: np.ndarray) -> np.ndarray:
+    c = rgb / 255.0
+    c = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return 0.2126 * c[..., 0] + 0.7152 * c[..., 1] + 0.0722 * c[..., 2]
+
+
+def focus_ring(page) -> tuple[int, int]:
+    """(pixels whose colour changes by 3:1 or more when focus leaves the focused element, its perimeter), both in
+    CSS px (the window's scale is 1). Focus leaves by Shift+Tab and comes back by Tab: the keyboard's own way."""
+    x, y, width, height = page.evaluate(FOCUSED_BOX)
+    clip = {"x": max(0, x - 5), "y": max(0, y - 5), "width": width + 10, "height": height + 10}
+
+    def shot():
+        return np.asarray(Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB"), dtype=float)
+
+    focused = shot()
+    page.keyboard.press("Shift+Tab")
+    unfocused = shot()
+    page.keyboard.press("Tab")
+    a, b = luminance(focused), luminance(unfocused)
+    ratio = (np.maximum(a, b) + 0.05) / (np.minimum(a, b) + 0.05)
+    return int((ratio >= 3).sum()), int(2 * (width + height))
+
+
+def tab_to(page, name: str) -> int:
+    """Press Tab until the control named ``name`` has the focus, check that its focus shows, and return the presses."""
+    seen = []
+    for presses in range(1, MOST_TABS + 1):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate(FOCUSED_NAME)[:30])
+        if seen[-1].startswith(name):
+            changed, perimeter = focus_ring(page)
+            assert changed >= perimeter, f"{name}: the focus changes {changed} px at 3:1, less than its {perimeter}"
+            return presses
+    raise AssertionError(f"{name!r} not reached in {MOST_TABS} presses of Tab; on the way: {seen}")
+
+
+def open_page(page, app_url: str, path: str) -> None:
+    page.set_viewport_size(LAPTOP)
+    page.goto(f"{app_url}/{path}")
+    page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=180_000)
+    wait_until_idle(page, timeout_s=180)
+    page.evaluate("document.activeElement && document.activeElement.blur()")  # the keyboard starts at the top
+
+
+def type_over(page, text: str, submit: str) -> None:
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press(submit)
+    wait_until_idle(page)
+
+
+def test_the_explorer_by_keyboard_a_new_sentence_then_another_layer_and_head(app_url, page):
+    open_page(page, app_url, "attention")
+    tab_to(page, "Sentence")  # the sidebar's
+    type_over(page, "Keyboards can explore attention too.", "Control+Enter")
+    tab_to(page, "Attention view")
+    view = page.locator(".ib-attention")
+    layer, head = int(view.get_attribute("data-layer")), int(view.get_attribute("data-head"))
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector(f'.ib-attention[data-layer="{layer + 1}"][data-head="{head + 1}"]', timeout=60_000)
+    caption = view.locator("table caption").inner_text()
+    assert caption.startswith(f"Layer {layer + 1}, head {head + 1}:")
+    assert "keyboards" in view.locator("table").inner_text()  # the new sentence's weights, read as a table
+    screenshot(page, "keyboard-explorer")
+
+
+def test_fill_mask_by_keyboard(app_url, page):
+    open_page(page, app_url, "fill-mask")
+    tab_to(page, "Sentence with [MASK]")
+    type_over(page, "Paris is the [MASK] of France.", "Control+Enter")
+    assert "paris is the [MASK] of france ." in page.get_by_text("Tokens:").first.inner_text()
+    assert page.locator(".js-plotly-plot .barlayer").count() >= 1
+    tab_to(page, "Predictions")  # the tab list is one stop of Tab; its arrow keys move along it, Enter opens
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    page.wait_for_selector('[role=tab][aria-selected=true]:has-text("Layer by layer")')
+    wait_until_idle(page)
+    assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 1
+    screenshot(page, "keyboard-fill-mask")
+
+
+def test_generate_by_keyboard(app_url, page):
+    open_page(page, app_url, "generate")
+    tab_to(page, "Prompt")
+    type_over(page, "The children opened the", "Enter")
+    assert page.get_by_label("Prompt").input_value() == "The children opened the"
+    tab_to(page, "Next token")
+    page.keyboard.press("Enter")
+    wait_until_idle(page)
+    assert "step=1" in page.url or "steps=1" in page.url, page.url  # one token drawn, as a click draws it
+    screenshot(page, "keyboard-generate")
+
+
+def test_the_fine_tuning_lab_by_keyboard_train_then_stop(app_url, page):
+    open_page(page, app_url, "finetune")
+    tab_to(page, "Train")
+    page.keyboard.press("Enter")
+    stop = page.get_by_test_id("stTabs").get_by_role("button", name="Stop", exact=True)
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stTabs] button')].some("
+                           "b => b.innerText.trim() === 'Stop' && !b.disabled)", timeout=120_000)
+    tab_to(page, "Stop") if page.evaluate(FOCUSED_NAME) != "Stop" else None
+    page.keyboard.press("Enter")
+    page.get_by_text("Stopped").first.wait_for(timeout=120_000)
+    assert not stop.is_enabled()
+    screenshot(page, "keyboard-finetune")
