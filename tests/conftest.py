@@ -25,7 +25,7 @@ def isolated_startup_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    """``tiny_model_dir("bert" | "distilbert" | "gpt2")`` -> a saved Hugging Face folder (with LM head)."""
+    """``tiny_model_dir("bert" | "distilbert" | "gpt2" | "mpnet")`` -> a saved Hugging Face folder (with LM head)."""
     made: dict[str, Path] = {}
 
     def make(kind: str = "bert") -> Path:
