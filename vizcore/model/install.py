@@ -154,9 +154,10 @@ def install(spec: Download = MPNET, fetch: Fetch | None = None, progress: Progre
         archive.unlink()
         _check_weights(spec, folder)
         (folder / MARKER).write_text(json.dumps({"sha256": spec.weights_sha256, "size": spec.weights_size}))
-        if target.exists():  # a folder without a valid marker (an older, damaged copy): replaced
-            shutil.rmtree(target)
-        folder.rename(target)
+        if installed_folder(spec) is None:  # else another install finished first: ours is dropped
+            if target.exists():  # a folder without a valid marker (an older, damaged copy): replaced
+                shutil.rmtree(target)
+            folder.rename(target)
     except OSError as error:
         raise VizError(f"Installing {spec.name} failed writing to {work}: {error.strerror or error}. Free some "
                        f"disk space (about 1 GB is needed) and run `{spec.install_command()}` again.") from error
