@@ -126,6 +126,9 @@ def show_relative() -> None:
                                    row_labels=[str(h + 1) for h in range(heads)], row_title="head",
                                    col_title="bucket", value_name="bias"),
                     key="positional.relative_buckets", config=CHART)
+    st.caption("Buckets 0 to 15: keys at or before the query (bucket 0 is the token itself); 16 to 31: keys after "
+               "it. Bucket 16 (a key after the query at distance 0) can never occur, so it kept its initial "
+               "value near 0.")
     st.session_state[KEY_RELATIVE_HEADS] = [h for h in st.session_state.get(KEY_RELATIVE_HEADS, []) if h < heads]
     chosen = st.multiselect("Heads to plot", list(range(heads)), key=KEY_RELATIVE_HEADS, max_selections=6,
                             format_func=lambda h: f"head {h + 1}")

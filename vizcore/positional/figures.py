@@ -92,7 +92,7 @@ def relative_bias_figure(offsets: np.ndarray, per_offset: np.ndarray, heads: Seq
     fig = go.Figure()
     for head in heads:
         fig.add_trace(go.Scatter(x=offsets, y=per_offset[head], mode="lines", name=f"head {head + 1}",
-                                 line={"shape": "hv"}, hovertemplate=f"head {head + 1}<br>query − key = %{{x}}"
+                                 line={"shape": "hvh"}, hovertemplate=f"head {head + 1}<br>query − key = %{{x}}"
                                  "<br>bias %{y:.4f}<extra></extra>"))
     fig.update_xaxes(title="offset query − key (negative: the key comes after the query)",
                      tickfont={"size": TICK_FONT_SIZE})
