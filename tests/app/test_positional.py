@@ -93,3 +93,63 @@ def test_unknown_model_errors_but_the_sinusoidal_part_stays(app):
     assert not app.exception
     assert "does not exist" in app.error[0].value
     assert chart(app, "Sinusoidal encoding")
+
+
+def open_modern(at, tab: str):
+    at.session_state["positional.modern"] = tab  # what a click on the lazy tab does (ui/layout.py)
+    return at.run()
+
+
+def test_rotary_tab_shows_scores_constant_along_each_diagonal(app):
+    assert app.session_state["positional.modern"] == "Rotary (RoPE)"  # the first tab opens by default
+    app.number_input(key="positional.rotary_positions").set_value(20).run()
+    z = decode_plotly(chart(app, "Rotary scores")["data"][0]["z"]).astype(np.float64)
+    assert z.shape == (20, 20)
+    for offset in (-19, -3, 0, 5, 19):
+        diagonal = np.diagonal(z, offset)
+        assert np.ptp(diagonal) < 1e-5 * max(1.0, np.abs(diagonal).max())
+    assert np.ptp(z) > 0.1  # but the score does change with the offset
+    metrics = {m.label: float(m.value) for m in app.metric if "Largest" in m.label}
+    assert len(metrics) == 2 and max(metrics.values()) < 1e-12
+    app.number_input(key="positional.rotary_dim").set_value(7).run()
+    assert not app.exception and "even number" in app.error[0].value
+
+
+def test_alibi_tab_adds_the_slopes_bias_to_the_models_own_attention(app):
+    open_modern(app, "ALiBi")
+    assert not app.exception and not app.error
+    slopes = decode_plotly(chart(app, "ALiBi slopes for 12 heads")["data"][0]["y"])
+    expected = [2 ** (-8 * h / 8) for h in range(1, 9)] + [2 ** (-8 * h / 16) for h in (1, 3, 5, 7)]
+    np.testing.assert_allclose(slopes, expected, rtol=1e-12)
+    app.session_state["shared.head"] = 10
+    app.run()
+    before = decode_plotly(chart(app, "The model's attention")["data"][0]["z"]).astype(np.float64)
+    after_spec = chart(app, "With −")
+    after = decode_plotly(after_spec["data"][0]["z"]).astype(np.float64)
+    slope = 2 ** (-8 * 3 / 16)  # head 10: the third slope of 16 heads, every other
+    assert f"With −{slope:.4g}" in after_spec["layout"]["title"]["text"]
+    t = before.shape[0]
+    reweighted = before * np.exp(-slope * np.abs(np.subtract.outer(np.arange(t), np.arange(t))))
+    np.testing.assert_allclose(after, reweighted / reweighted.sum(1, keepdims=True), atol=1e-5)
+    assert "Average distance" in app.metric[-1].label
+
+
+def test_relative_tab_says_how_to_install_or_reads_the_models_own_bias(app, tmp_path, monkeypatch, tiny_model_dir):
+    from transformers import AutoModel
+
+    from ui.positional.page import get_relative
+    from vizcore.model import install
+
+    get_relative.clear()
+    monkeypatch.setenv("VIZCORE_MODELS_DIR", str(tmp_path))
+    open_modern(app, "Learned relative bias")
+    assert not app.exception and "install-model all-mpnet-base-v2" in app.info[0].value
+    folder = tiny_model_dir("mpnet")  # stands in for the installed model: its own file, read as the page reads it
+    monkeypatch.setattr(install, "installed_folder", lambda spec: folder)
+    app.run()
+    weight = AutoModel.from_pretrained(folder).encoder.relative_attention_bias.weight.detach().numpy()
+    z = decode_plotly(chart(app, "bias per head and bucket")["data"][0]["z"])
+    np.testing.assert_allclose(z, weight.T, atol=1e-6)
+    lines = chart(app, "bias by offset")["data"]
+    assert [line["name"] for line in lines] == ["head 1", "head 2", "head 3"]
+    get_relative.clear()

@@ -1,7 +1,8 @@
 """The one tiny-model factory: random-config models saved to local folders (no download), for tests and benchmarks.
 
-* ``save_tiny("bert" | "distilbert" | "gpt2", folder)``: 2 layers, 4 heads, hidden 32, with an LM head,
-  default initialisation; the encoder models of most unit tests.
+* ``save_tiny("bert" | "distilbert" | "gpt2" | "mpnet", folder)``: 2 layers, 4 heads, hidden 32, with an LM
+  head, default initialisation (MPNet's relative position bias drawn larger, so that it shows); the encoder
+  models of most unit tests.
 * ``build_tiny_mlm("bert" | "distilbert" | "roberta" | "electra", folder)``: 3-layer masked-LMs drawn with
   a large initializer range so the predictions are well separated (a default init gives a near-uniform
   distribution where a top-k order would say little).
@@ -28,6 +29,8 @@ from transformers import (
     ElectraForMaskedLM,
     GPT2Config,
     GPT2LMHeadModel,
+    MPNetConfig,
+    MPNetForMaskedLM,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     RobertaConfig,
@@ -52,7 +55,7 @@ def wordpiece_tokenizer() -> PreTrainedTokenizerBase:
 
 
 def build_tiny(kind: str) -> PreTrainedModel:
-    """A seeded random ``kind`` ("bert" | "distilbert" | "gpt2") model of size ``TINY``, with its LM head."""
+    """A seeded random ``kind`` ("bert" | "distilbert" | "gpt2" | "mpnet") model of size ``TINY``, with its LM head."""
     torch.manual_seed(0)
     vocab = wordpiece_tokenizer().vocab_size
     if kind == "bert":
@@ -69,6 +72,14 @@ def build_tiny(kind: str) -> PreTrainedModel:
         config = GPT2Config(vocab_size=vocab, n_embd=TINY["hidden"], n_layer=TINY["layers"],
                             n_head=TINY["heads"], n_positions=TINY["positions"])
         return GPT2LMHeadModel(config)
+    if kind == "mpnet":  # MPNet's positions start after its padding row (1): two more rows for the same length
+        config = MPNetConfig(vocab_size=vocab, hidden_size=TINY["hidden"], num_hidden_layers=TINY["layers"],
+                             num_attention_heads=TINY["heads"], intermediate_size=TINY["ffn"],
+                             max_position_embeddings=TINY["positions"] + 2)
+        model = MPNetForMaskedLM(config)
+        with torch.no_grad():  # the default init (std 0.02) would hide the bias in float rounding
+            model.mpnet.encoder.relative_attention_bias.weight.normal_(0.0, 1.0)
+        return model
     raise ValueError(kind)
 
 

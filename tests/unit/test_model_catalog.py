@@ -47,7 +47,8 @@ def tiny_builtin(tiny_mlm_dir, monkeypatch):
 
 def test_every_builtin_is_listed_with_references_that_resolve():
     rows = {row["name"]: row for row in catalog.available_models()}
-    assert list(BUILTIN_MODELS) == [catalog.DEFAULT_MODEL, MLM_MODEL, catalog.NSP_MODEL, catalog.CAUSAL_MODEL]
+    assert list(BUILTIN_MODELS) == [catalog.DEFAULT_MODEL, MLM_MODEL, catalog.NSP_MODEL, catalog.CAUSAL_MODEL,
+                                    catalog.BASE_MODEL]
     assert rows[MLM_MODEL]["offline"] and rows[MLM_MODEL]["heads"] == ["base", "mlm"]
     assert rows[catalog.NSP_MODEL]["heads"] == ["base", "mlm", "nsp"]
     causal = rows[catalog.CAUSAL_MODEL]
@@ -119,3 +120,20 @@ def test_a_failed_export_leaves_no_folder_behind(tmp_path, monkeypatch):
     with pytest.raises(VizError, match="weights .* are missing"):
         export_model(MLM_MODEL, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_export_of_a_bare_mpnet_builtin_reloads_with_plain_transformers(tiny_model_dir, monkeypatch, tmp_path):
+    """MPNet's config has no is_decoder (transformers 5): the export's reload check must not ask for it."""
+    from transformers import AutoModel
+
+    folder = tiny_model_dir("mpnet")
+    monkeypatch.setenv(FOLDER_ENV, str(folder))
+    monkeypatch.setitem(BUILTIN_MODELS, TINY, BuiltinModel(name=TINY, label="tiny", description="a tiny MPNet",
+                                                           folder=f"{__name__}:tiny_folder"))
+    report = export_model(TINY, tmp_path / "out")
+    assert report["architecture"] == "MPNetModel" and report["auto_class"] == "AutoModel"
+    theirs = AutoModel.from_pretrained(tmp_path / "out", attn_implementation="eager").eval()
+    original = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    inputs = AutoTokenizer.from_pretrained(tmp_path / "out")(SENTENCES[0], return_tensors="pt")
+    with torch.no_grad():
+        assert torch.equal(theirs(**inputs).last_hidden_state, original(**inputs).last_hidden_state)

@@ -3,7 +3,7 @@
 Everything that reaches inside a model (hooks, the step-by-step recomputation, learned positions,
 the masked-LM head, export) asks an ``Arch`` instead of hard-coding ``encoder.layer[i].attention``.
 Supported families: BERT (and MiniLM, ELECTRA-style encoders, and BERT as a causal decoder),
-RoBERTa, DistilBERT, GPT-2-like decoders, and the encoder-decoders BART and T5.
+RoBERTa, MPNet, DistilBERT, GPT-2-like decoders, and the encoder-decoders BART and T5.
 
 Paths are dotted attribute paths: a stack's ``layers`` from the base model (``model.base_model``),
 the rest from one block of that stack. ``out`` is the attention's output projection W_O: its input
@@ -60,6 +60,7 @@ class Arch:
 
 
 _BERT_ATTN = Attn("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense")
+_MPNET_ATTN = Attn("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o")
 _BART_SELF = Attn("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj")
 _BART_CROSS = Attn("encoder_attn.q_proj", "encoder_attn.k_proj", "encoder_attn.v_proj", "encoder_attn.out_proj")
 _T5_SELF = Attn("layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v",
@@ -80,6 +81,10 @@ def arch_of(model: torch.nn.Module) -> Arch:
         return Arch(family, "decoder" if decoder else "encoder",
                     {"decoder" if decoder else "encoder": Stack("encoder.layer", _BERT_ATTN)},
                     positions="embeddings.position_embeddings", position_offset=offset, mlm_head=head)
+    if family == "mpnet":  # BERT's layout under other names, plus a relative position bias shared by all layers
+        return Arch(family, "encoder", {"encoder": Stack("encoder.layer", _MPNET_ATTN)},
+                    positions="embeddings.position_embeddings", position_offset=int(config.pad_token_id) + 1,
+                    mlm_head="lm_head", extras={"relative_bias": "encoder.relative_attention_bias"})
     if family == "distilbert":
         return Arch(family, "encoder", {"encoder": Stack("transformer.layer", Attn(
             "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin"))},
@@ -99,7 +104,7 @@ def arch_of(model: torch.nn.Module) -> Arch:
                      "decoder": Stack("decoder.block", _T5_SELF, _T5_CROSS)},
                     positions=None, post_norm=False, embeddings=None, final_norm="encoder.final_layer_norm")
     raise VizError(f"Model type '{family or type(model).__name__}' is not supported for looking inside: "
-                   "use a BERT, RoBERTa, DistilBERT, GPT-2, BART or T5 model.")
+                   "use a BERT, RoBERTa, MPNet, DistilBERT, GPT-2, BART or T5 model.")
 
 
 def get(root: torch.nn.Module, path: str) -> torch.nn.Module:

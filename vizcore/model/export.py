@@ -146,7 +146,7 @@ def _check_reload(loaded: LoadedModel, folder: Path, auto: type) -> None:
 
 def _outputs(model: PreTrainedModel, inputs) -> dict[str, torch.Tensor]:
     """Every head's logits (or the last hidden state of a bare model), by name."""
-    output = model(**inputs, use_cache=False) if model.config.is_decoder else model(**inputs)
+    output = model(**inputs, use_cache=False) if getattr(model.config, "is_decoder", False) else model(**inputs)
     return {name: output[name] for name in CHECKED_OUTPUTS if output.get(name) is not None}
 
 
