@@ -86,7 +86,9 @@ def pytest_collection_modifyitems(config, items):
     for index, name in enumerate(browser):
         order.append(name)
         order += others[round(index * share):round((index + 1) * share)]
-    order += units  # the slices above cover every other file (their last bound is len(others))
+    if not browser:  # a run of some app or integration files alone: no browser file to share them out
+        order += others
+    order += units  # with browser files, the slices above cover every other file (the last bound is len(others))
     assert sorted(order) == sorted(files), "every file once"
     items[:] = [item for name in order for item in files[name]]
 
