@@ -26,12 +26,13 @@ from vizcore.errors import VizError
 from vizcore.finetune import cli as finetune_cli
 from vizcore.mlm import cli as mlm_cli
 from vizcore.model import cli as model_cli
+from vizcore.norms import cli as norms_cli
 from vizcore.positional import cli as positional_cli
 from vizcore.seq2seq import cli as seq2seq_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
-TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli,
+TOPICS = (model_cli, attention_cli, norms_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli,
           embeddings_cli, corpus_cli)
 
 
