@@ -182,3 +182,8 @@ def head_weights(model: torch.nn.Module, layer: int, num_heads: int) -> HeadWeig
     return HeadWeights(*(split(w) for w in weights), out.reshape(num_heads, d_head, d),
                        *(split_bias(b) for b in biases), scaling=scaling)
 
+
+
+def token_embeddings(model: torch.nn.Module) -> torch.Tensor:
+    """The token embedding table W_E, ``(vocab, d)`` (no positions, no segments, no LayerNorm)."""
+    return model.get_input_embeddings().weight.detach()
