@@ -171,16 +171,16 @@ def value_weighted_view(result: Run, sel: Selection, layer: int, head: int, opti
     norms = or_stop(ua.value_norms_for, *ua.result_key(sel))
     weights, rows, cols = shown_matrix(norms.weights[layer - 1, head - 1], result, options)
     shares, _, _ = shown_matrix(norms.norm_shares(layer - 1, head - 1), result, options)
-    columns = st.columns(2)
-    columns[0].plotly_chart(attention_heatmap(weights, rows.tokens, cols.tokens, f"Weights α · L{layer} H{head}",
-                                              rows.segments, cols.segments),
-                            key="attention.values_weights", config=chart_config())
-    columns[1].plotly_chart(norm_share_heatmap(shares, rows.tokens, cols.tokens, f"‖αf(x)‖ · L{layer} H{head}",
-                                               rows.segments, cols.segments),
-                            key="attention.values_norms", config=chart_config())
-    st.caption("Left, the weights α; right, ‖α f(x)‖ (Kobayashi et al. 2020): each weight times the length of "
+    # One under another: side by side, at 1024 px, a sentence's column labels ran into each other
+    st.plotly_chart(attention_heatmap(weights, rows.tokens, cols.tokens, f"Weights α · layer {layer}, head {head}",
+                                      rows.segments, cols.segments),
+                    key="attention.values_weights", config=chart_config())
+    st.plotly_chart(norm_share_heatmap(shares, rows.tokens, cols.tokens, f"‖αf(x)‖ · layer {layer}, head {head}",
+                                       rows.segments, cols.segments),
+                    key="attention.values_norms", config=chart_config())
+    st.caption("Above, the weights α; below, ‖α f(x)‖ (Kobayashi et al. 2020): each weight times the length of "
                "what the key token sends, its value vector through the head's part of W_O, shown as a share of "
-               "the row's total so both maps use one colour scale. Where the right map is paler than the left, "
+               "the row's total so both maps use one colour scale. Where the second map is paler than the first, "
                "the head looks at a token that moves little. " + options_caption(options))
     st.plotly_chart(value_size_bars(norms.value_norms[layer - 1, head - 1], norms.tokens,
                                     f"‖f(x)‖ per key token · layer {layer}, head {head}"),

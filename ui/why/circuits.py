@@ -46,7 +46,7 @@ def show(ctx: WhyContext) -> dict:
     layer, head = layer_head(ctx.loaded.num_layers, ctx.loaded.num_heads, KEYS)
     pairs = get_pairs(ctx.model, ctx.device, layer - 1, head - 1, result)
     left, right = st.columns([3, 2])
-    left.dataframe(pairs_table(pairs), hide_index=True, key="why.circuits.pairs",
+    left.dataframe(pairs_table(pairs), hide_index=True, key="why.circuits.pairs", height=35 * (TOP + 1) + 3,
                    column_config={"score": st.column_config.NumberColumn(format="%.4f")})
     left.caption(f"Layer {layer}, head {head}: the {TOP} (query, key) pairs its QK circuit scores highest, "
                  f"among the {len(result.token_ids)} most frequent tokens of `{FREQUENCY_SOURCE}`. Scores are "

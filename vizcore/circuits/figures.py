@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from vizcore.circuits.circuits import KINDS
 from vizcore.colours import DIVERGING, SEQUENTIAL
-from vizcore.plot import layer_head_heatmap, matrix_heatmap
+from vizcore.plot import cell_text, layer_head_heatmap, matrix_heatmap
 
 KIND_LABELS = {"q": "Q-composition", "k": "K-composition", "v": "V-composition"}
 
@@ -29,6 +29,7 @@ def ov_copying_heatmap(scores: np.ndarray, title: str) -> go.Figure:
 def composition_heatmap(scores: dict[str, np.ndarray], title: str) -> go.Figure:
     """One head's Q-, K- and V-composition with each head of the layer before, ``{kind: [H]}`` -> 3 rows x H."""
     matrix = np.stack([np.asarray(scores[kind], dtype=np.float64) for kind in KINDS])
-    heads = [f"head {h + 1}" for h in range(matrix.shape[1])]
-    return matrix_heatmap(matrix, title, [KIND_LABELS[k] for k in KINDS], heads, row_title="composition",
-                          col_title="writer (layer before)", value_name="score", scale=SEQUENTIAL)
+    heads = [str(h + 1) for h in range(matrix.shape[1])]
+    fig = matrix_heatmap(matrix, title, [KIND_LABELS[k] for k in KINDS], heads, row_title="composition",
+                         col_title="writing head of the layer before", value_name="score", scale=SEQUENTIAL)
+    return cell_text(fig, [[f"{v:.2f}" for v in row] for row in matrix])
