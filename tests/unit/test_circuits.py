@@ -130,3 +130,10 @@ def test_cli_refuses_a_head_that_does_not_exist_in_one_line(capsys, tiny_model_d
 
 def test_cli_limits_are_the_computations():
     assert (circuits_cli.DEFAULT_TOKENS, circuits_cli.MAX_TOP) == (DEFAULT_TOKENS, MAX_TOP)
+
+
+def test_the_default_model_is_the_embedded_one():
+    from vizcore.cli import build_parser
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    assert build_parser().parse_args(["circuits", "--layer", "1", "--head", "1"]).model == DEFAULT_MODEL

@@ -118,3 +118,26 @@ def test_cli_refuses_empty_text_in_one_line(capsys):
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert captured.err.strip() == "error: python -m vizcore value-norms: The text is empty: type a sentence."
+
+
+def test_an_encoder_decoder_gets_a_clear_message():
+    from transformers import BartConfig, BartModel
+
+    from vizcore.errors import VizError
+    from vizcore.model.loading import LoadedModel
+
+    config = BartConfig(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32)
+    loaded = LoadedModel(name="tiny-bart", model=BartModel(config).eval(), tokenizer=None, device=torch.device("cpu"),
+                         is_decoder=False, num_layers=1, num_heads=2, max_length=32)
+    with pytest.raises(VizError, match="'tiny-bart' is an encoder-decoder: value-weighted attention reads one stack"):
+        value_norms(loaded, TEXT)
+
+
+def test_the_default_model_is_the_embedded_one_as_for_attention():
+    from vizcore.cli import build_parser
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    parser = build_parser()
+    value_norms_model = parser.parse_args(["value-norms", "--text", "x"]).model
+    assert value_norms_model == parser.parse_args(["attention", "--text", "x"]).model == DEFAULT_MODEL

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vizcore.attention.head_stats import token_classes
+from vizcore.errors import VizError
 from vizcore.model import arch as archs
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import Capture, run
@@ -70,6 +71,9 @@ def output_vectors(values: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 def value_norms(loaded: LoadedModel, text: str, pair: str | None = None) -> ValueNorms:
     """Run the model once on ``text`` (and ``pair``) and weigh every attention weight by what it moves."""
+    if archs.arch_of(loaded.model).kind == "encoder-decoder":
+        raise VizError(f"'{loaded.name}' is an encoder-decoder: value-weighted attention reads one stack's "
+                       "self-attention in one run; use an encoder (BERT, DistilBERT, RoBERTa) or a decoder (GPT-2).")
     record = run(loaded, text, pair, capture=Capture(hidden=True, qkv=True))
     sizes = []
     for layer in range(record.num_layers):
