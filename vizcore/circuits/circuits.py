@@ -41,7 +41,6 @@ class Circuits:
 
     model: str
     token_ids: np.ndarray  # int64 [N], most frequent first
-    tokens: list[str]
     ov_copying: np.ndarray  # float64 [L, H]
     composition: dict[str, np.ndarray]  # "q" | "k" | "v": float64 [L - 1, H, H], [l, a, b]: head a of l into b of l + 1
 
@@ -153,9 +152,8 @@ def composition(loaded: LoadedModel) -> dict[str, np.ndarray]:
 def circuits(loaded: LoadedModel, count: int = DEFAULT_TOKENS) -> Circuits:
     """Every head's OV copying score and the composition scores of ``loaded`` (no sentence)."""
     token_ids = frequent_tokens(loaded, count)
-    return Circuits(model=loaded.name, token_ids=token_ids,
-                    tokens=loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist()),
-                    ov_copying=ov_copying(loaded, token_ids), composition=composition(loaded))
+    return Circuits(model=loaded.name, token_ids=token_ids, ov_copying=ov_copying(loaded, token_ids),
+                    composition=composition(loaded))
 
 
 def head_record(loaded: LoadedModel, result: Circuits, layer: int, head: int, top: int = 10) -> dict:

@@ -133,26 +133,22 @@ def mlm_head(model: torch.nn.Module) -> torch.nn.Module:
 
 @dataclass(frozen=True)
 class HeadWeights:
-    """One layer's self-attention, split per head, in the row convention ``x @ W`` (``x`` a hidden state, ``(d,)``):
-    head h's query is ``x @ query[h] + query_bias[h]``, its part of the output ``z @ out[h]`` (``z`` its output,
-    ``(d_head,)``); the output projection's bias is shared by the heads and kept apart. Its scores are
-    ``scaling * q . k``."""
+    """One layer's self-attention matrices, split per head, in the row convention ``x @ W`` (``x`` a hidden state,
+    ``(d,)``): head h's query is ``x @ query[h]`` plus its bias, its part of the output ``z @ out[h]`` (``z`` its
+    output, ``(d_head,)``). Biases are left out (the output projection's is shared by the heads). Its scores
+    are ``scaling * q . k``."""
 
     query: torch.Tensor  # (H, d, d_head)
     key: torch.Tensor  # (H, d, d_head)
     value: torch.Tensor  # (H, d, d_head)
     out: torch.Tensor  # (H, d_head, d)
-    query_bias: torch.Tensor  # (H, d_head); zeros when the model has none (T5)
-    key_bias: torch.Tensor
-    value_bias: torch.Tensor
     scaling: float
 
 
-def _row_weight(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(W, b) with ``y = x @ W + b``: a Linear stores W transposed, GPT-2's Conv1D as it is."""
+def _row_weight(module: torch.nn.Module) -> torch.Tensor:
+    """W with ``y = x @ W + b``: a Linear stores W transposed, GPT-2's Conv1D as it is."""
     weight = module.weight.detach()
-    bias = None if getattr(module, "bias", None) is None else module.bias.detach()
-    return (weight.T if isinstance(module, torch.nn.Linear) else weight), bias
+    return weight.T if isinstance(module, torch.nn.Linear) else weight
 
 
 def head_weights(model: torch.nn.Module, layer: int, num_heads: int) -> HeadWeights:
@@ -161,27 +157,18 @@ def head_weights(model: torch.nn.Module, layer: int, num_heads: int) -> HeadWeig
     attn = arch.stacks[arch.main_stack].self_attention
     block = blocks(model)[layer]
     if attn.qkv is not None:  # fused (GPT-2's c_attn): one (d, 3 d) matrix, Q | K | V along the output
-        weight, bias = _row_weight(get(block, attn.qkv))
-        weights = weight.chunk(3, dim=1)
-        biases = (None,) * 3 if bias is None else bias.chunk(3)
+        weights = _row_weight(get(block, attn.qkv)).chunk(3, dim=1)
     else:
-        parts = [_row_weight(get(block, path)) for path in (attn.query, attn.key, attn.value)]
-        weights, biases = tuple(w for w, _ in parts), tuple(b for _, b in parts)
-    out, _ = _row_weight(get(block, attn.out))  # (H * d_head, d)
+        weights = tuple(_row_weight(get(block, path)) for path in (attn.query, attn.key, attn.value))
+    out = _row_weight(get(block, attn.out))  # (H * d_head, d)
     d, d_head = out.shape[1], out.shape[0] // num_heads
 
     def split(w: torch.Tensor) -> torch.Tensor:  # (d, H * d_head) -> (H, d, d_head)
         return w.reshape(w.shape[0], num_heads, d_head).permute(1, 0, 2)
 
-    def split_bias(b: torch.Tensor | None) -> torch.Tensor:
-        return torch.zeros(num_heads, d_head, dtype=out.dtype, device=out.device) if b is None else \
-            b.reshape(num_heads, d_head)
-
     module = get(block, (attn.query or attn.qkv).rpartition(".")[0])
-    scaling = 1.0 if arch.family == "t5" else float(getattr(module, "scaling", d_head ** -0.5))
-    return HeadWeights(*(split(w) for w in weights), out.reshape(num_heads, d_head, d),
-                       *(split_bias(b) for b in biases), scaling=scaling)
-
+    scaling = 1.0 if arch.family == "t5" else float(getattr(module, "scaling", d_head ** -0.5))  # T5 scales none
+    return HeadWeights(*(split(w) for w in weights), out.reshape(num_heads, d_head, d), scaling=scaling)
 
 
 def token_embeddings(model: torch.nn.Module) -> torch.Tensor:
