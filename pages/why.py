@@ -1,14 +1,15 @@
-"""Why? Switch heads off, rank heads, patch activations, attribute the answer to input tokens.
+"""Why? Switch heads off, rank heads, patch activations, attribute the answer to input tokens, read circuits.
 
-Computation: vizcore/why/ (targets, ablation, importance, patching, attribution) · figures:
-vizcore/why/figures.py · CLI: python -m vizcore ablate | patch | attribute (vizcore/why/cli.py)
-UI: ui/why/ (page: the context and the link; ablation, importance, patching, attribution: one part each)
+Computation: vizcore/why/ (targets, ablation, importance, patching, attribution), vizcore/circuits/ (weight
+circuits) · figures: vizcore/why/figures.py, vizcore/circuits/figures.py · CLI: python -m vizcore ablate | patch |
+attribute (vizcore/why/cli.py), circuits (vizcore/circuits/cli.py)
+UI: ui/why/ (page: the context and the link; ablation, importance, patching, attribution, circuits: one part each)
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.why import ablation, attribution, importance, patching
+from ui.why import ablation, attribution, circuits, importance, patching
 from ui.why import page as why
 from ui.why.link import LINK
 
@@ -22,6 +23,7 @@ st.markdown(
 url_state.warn(url_state.read(LINK))
 part = why.choose_part()
 ctx = why.context(needs_mask=part in ("ablation", "attribution"))
-sections = {"ablation": ablation, "importance": importance, "patching": patching, "attribution": attribution}
+sections = {"ablation": ablation, "importance": importance, "patching": patching, "attribution": attribution,
+            "circuits": circuits}
 params = sections[part].show(ctx) or {}
 url_state.write({"part": part, "word": ctx.masked_word, **params})

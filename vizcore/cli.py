@@ -19,6 +19,7 @@ import sys
 from typing import Sequence
 
 from vizcore.attention import cli as attention_cli
+from vizcore.circuits import cli as circuits_cli
 from vizcore.corpus import cli as corpus_cli
 from vizcore.decoder import cli as decoder_cli
 from vizcore.embeddings import cli as embeddings_cli
@@ -26,13 +27,14 @@ from vizcore.errors import VizError
 from vizcore.finetune import cli as finetune_cli
 from vizcore.mlm import cli as mlm_cli
 from vizcore.model import cli as model_cli
+from vizcore.norms import cli as norms_cli
 from vizcore.positional import cli as positional_cli
 from vizcore.seq2seq import cli as seq2seq_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
-TOPICS = (model_cli, attention_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli, seq2seq_cli,
-          embeddings_cli, corpus_cli)
+TOPICS = (model_cli, attention_cli, norms_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli,
+          circuits_cli, seq2seq_cli, embeddings_cli, corpus_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -265,3 +265,42 @@ def test_export_limits_all_heads_files_for_long_inputs(explorer):
     labels = [b.proto.label for b in at.get("download_button")]
     assert "All heads as CSV" not in labels and "This head as CSV" in labels
     assert "limited to 128 tokens" in at.info[0].value
+
+
+def value_weighted_shares(layer: int, head: int) -> np.ndarray:
+    """||alpha_ij f(x_j)|| of one head as row shares, from the embedded model's own forward: the value output
+    read with a plain hook, W_O's columns of the head from the state dict (Kobayashi et al. 2020)."""
+    import torch
+
+    loaded = load_model("all-MiniLM-L6-v2", device="cpu")
+    attention = loaded.model.encoder.layer[layer].attention
+    read = {}
+    handle = attention.self.value.register_forward_hook(lambda m, i, o: read.setdefault("v", o[0]))
+    try:
+        with torch.no_grad():
+            output = loaded.model(**loaded.tokenizer(DEFAULT_TEXT, return_tensors="pt"), output_attentions=True)
+    finally:
+        handle.remove()
+    d_head = read["v"].shape[-1] // loaded.num_heads
+    columns = slice(head * d_head, (head + 1) * d_head)
+    f = read["v"][:, columns] @ attention.output.dense.weight[:, columns].T  # (T, d)
+    norms = output.attentions[layer][0, head, :, :, None] * f[None]  # (T, T, d): alpha_ij f(x_j)
+    norms = norms.norm(dim=-1).numpy()
+    return norms / norms.sum(-1, keepdims=True)
+
+
+def test_value_weighted_view_shows_weights_beside_what_they_move(explorer, reference):
+    at = explorer(view="values", layer="2", head="3")
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 5  # weights, norms, value lengths, sinks, residual norms
+    np.testing.assert_allclose(decode_plotly(plotly_traces(at, 0)[0]["z"]), reference.attention[1, 2], atol=1e-6)
+    shares = decode_plotly(plotly_traces(at, 1)[0]["z"])
+    np.testing.assert_allclose(shares, value_weighted_shares(1, 2), atol=1e-5)
+    assert spec(at, 1)["data"][0]["colorscale"] == spec(at, 0)["data"][0]["colorscale"]  # one colour scale
+    assert spec(at, 1)["data"][0]["zmax"] == 1
+    cls_weights = plotly_traces(at, 3)[0]
+    assert cls_weights["name"] == "[CLS]: weights α"
+    np.testing.assert_allclose(decode_plotly(cls_weights["y"]), reference.attention[..., 0].mean((1, 2)), atol=1e-6)
+    residual = decode_plotly(plotly_traces(at, 4)[0]["z"])
+    assert residual.shape == (reference.num_layers + 1, len(reference.tokens))
+    assert param(at, "view") == "values"

@@ -449,7 +449,7 @@ def test_hostile_masking_rule_sentence(fill, name):
 
 def test_every_explorer_view_with_a_markup_emoji_rtl_sentence(explorer):
     text = "<script>alert(1)</script> **b** $x^2$ <img src=x onerror=alert(1)> 👩‍👩‍👧‍👦 שלום \x1b[31m e\u0301"
-    for view in ("heatmap", "grid", "lines", "bertviz", "aggregate", "stats", "compare", "export"):
+    for view in ("heatmap", "grid", "lines", "bertviz", "aggregate", "values", "stats", "compare", "export"):
         explorer.session_state["attention.view"] = view
         drive(explorer, text=text)
         assert_clean(explorer)

@@ -155,9 +155,10 @@ def test_the_followed_word_follows_the_models_answer_until_one_is_typed(new_app)
 
 
 def test_no_two_parts_read_the_same_link_parameter():
-    from ui.why import ablation, attribution, importance, patching
+    from ui.why import ablation, attribution, circuits, importance, patching
 
-    names = [{"part", "word"}, *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution))]
+    names = [{"part", "word"},
+             *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution, circuits))]
     assert sum(len(n) for n in names) == len(set().union(*names)), names
 
 
@@ -168,3 +169,50 @@ def test_a_picked_word_of_several_tokens_is_masked_and_the_models_answer_followe
     masked = next(m.value for m in at.markdown if m.value.startswith("Sentence: ")).split("**")[1]
     answer = models_answer(masked)
     assert f"P({answer})" in metrics(at) and metrics(at)["Top word"] == answer
+
+
+def test_weight_circuits_show_the_heads_products_and_follow_the_link(new_app):
+    """The numbers shown equal the weight products formed here from the masked-LM's own modules."""
+    from collections import Counter
+
+    from ui.state import get_model
+    from vizcore.circuits.circuits import FREQUENCY_TEXT
+    from vizcore.model.catalog import MLM_MODEL
+
+    at = why(new_app, part="circuits", layer="3", head="5")
+    assert not at.exception and not at.error
+    assert at.number_input(key="why.circuits.layer").value == 3 and at.number_input(key="why.circuits.head").value == 5
+    loaded = get_model(MLM_MODEL, "auto", "mlm")
+    counts = Counter()
+    for line in FREQUENCY_TEXT.read_text(encoding="utf-8").splitlines():
+        counts.update(loaded.tokenizer(line, add_special_tokens=False)["input_ids"])
+    ids = sorted(counts, key=lambda i: (-counts[i], i))[:500]
+    bert = loaded.model.bert
+    E = bert.embeddings.word_embeddings.weight[ids].double()
+    d_head = E.shape[1] // loaded.num_heads
+
+    def part(layer: int, name: str, head: int):  # (d, d_head) in x @ W, or (d_head, d) for W_O
+        attention = bert.encoder.layer[layer].attention
+        weight = {"q": attention.self.query, "k": attention.self.key, "v": attention.self.value,
+                  "o": attention.output.dense}[name].weight.double()
+        columns = slice(head * d_head, (head + 1) * d_head)
+        return weight[:, columns] if name == "o" else weight[columns].T
+
+    ov = (E @ part(2, "v", 4) @ part(2, "o", 4).T @ E.T).numpy()
+    eigenvalues = np.linalg.eigvals(ov)
+    assert metrics(at)["OV copying score"] == f"{eigenvalues.sum().real / np.abs(eigenvalues).sum():+.2f}"
+    qk = (E @ part(2, "q", 4) @ part(2, "k", 4).T @ E.T).numpy() / np.sqrt(d_head)
+    table = at.dataframe[0].value
+    assert len(table) == 12 and table["score"].iloc[0] == pytest.approx(qk.max(), rel=1e-6)
+    names = loaded.tokenizer.convert_ids_to_tokens(ids)
+    q, k = np.unravel_index(qk.argmax(), qk.shape)
+    assert (table["query token"].iloc[0], table["key token"].iloc[0]) == (names[q], names[k])
+    w_ov = (part(1, "v", 0) @ part(1, "o", 0).T).numpy()  # head 2.1 writes, head 3.5 reads its query
+    w_qk = (part(2, "q", 4) @ part(2, "k", 4).T).numpy()
+    z = decode_plotly(chart(at, "why.circuits.composition")["data"][0]["z"])
+    assert z.shape == (3, loaded.num_heads)
+    expected = np.linalg.norm(w_ov @ w_qk) / (np.linalg.norm(w_ov) * np.linalg.norm(w_qk))
+    assert z[0, 0] == pytest.approx(expected, rel=1e-5)
+    assert at.query_params["part"] in ("circuits", ["circuits"]) and at.query_params["layer"] in ("3", ["3"])
+    at.number_input(key="why.circuits.layer").set_value(1).run()
+    assert not at.exception and "no head before it" in at.caption[-1].value

@@ -67,13 +67,16 @@ CASES = {
 VIEWS = {
     "attention": [(name, radio(label)) for name, label in (
         ("grid", "All heads"), ("lines", "Head view"), ("bertviz", "bertviz views"), ("aggregate", "Aggregations"),
-        ("stats", "Head statistics"), ("compare", "Compare"), ("export", "Export"))],
+        ("stats", "Head statistics"), ("compare", "Compare"), ("export", "Export"), ("values", "Value-weighted"))],
     "why": [(name, segment(label)) for name, label in (
-        ("importance", "Head importance"), ("patching", "Activation patching"), ("attribution", "Token attribution"))],
+        ("importance", "Head importance"), ("patching", "Activation patching"), ("attribution", "Token attribution"),
+        ("circuits", "Weight circuits"))],
     "finetune": [(name, radio(label)) for name, label in (
         ("pairs", "Sentence-pair classification"), ("tokens", "Token classification"),
         ("qa", "Extractive question answering"))] + [("tiny", tab("Tiny Transformer from scratch"))],
     "corpus": [(name.lower(), tab(name)) for name in ("Relations", "Distributions", "Search")],
+    "positional": [(name, lazy_tab(label)) for name, label in (
+        ("alibi", "ALiBi"), ("relative", "Learned relative bias"))],  # rotary is the open tab
     "fill-mask": [(name, lazy_tab(label)) for name, label in (
         ("lens", "Layer by layer"), ("mask-attention", "Attention of the mask"), ("masking", "80/10/10 masking"))],
     "step-by-step": [(name, lazy_tab(label)) for name, label in (

@@ -94,7 +94,7 @@ def test_the_heatmaps_text_alternative_is_a_table_of_its_largest_weights_and_fol
         assert got == expected, key
         label = page.locator(f"{VIEW} canvas").first.get_attribute("aria-label")
         assert label.startswith(f"heatmap of layer 2, head {head + 1}:") and "largest weights" in label
-    assert page.evaluate("getComputedStyle(document.querySelector('#attention-view table')).clip") != "auto"
+    assert page.evaluate("getComputedStyle(document.querySelector('#attention-view .ib-sr')).clip") != "auto"
 
 
 def test_in_the_grid_arrow_keys_move_the_frame_and_enter_opens_that_head(opened):

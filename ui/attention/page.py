@@ -6,14 +6,19 @@ a link reproduces the view: it is read once per session (``LINK``) and rewritten
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import streamlit as st
 
 from ui import layer_head, url_state
-from ui.state import Selection, get_run
+from ui.state import Selection, get_model, get_run
 from vizcore.attention.aggregate import attention_rollout, head_mean
 from vizcore.attention.head_stats import head_statistics
 from vizcore.model.record import Run
+
+if TYPE_CHECKING:
+    from vizcore.norms.value_norms import ValueNorms
 
 KEY_LAYER, KEY_HEAD = layer_head.KEYS  # the session's layer and head (1-based), shared with the other pages
 KEY_VIEW = "attention.view"
@@ -27,6 +32,7 @@ VIEWS = {
     "lines": "Head view",
     "bertviz": "bertviz views",
     "aggregate": "Aggregations",
+    "values": "Value-weighted",
     "stats": "Head statistics",
     "compare": "Compare",
     "export": "Export",
@@ -54,6 +60,15 @@ def aggregates(key: tuple, _result: Run) -> dict[str, np.ndarray]:
     """Head means and rollout per layer, ``[layer, query, key]`` float32."""
     return {"mean": head_mean(_result.attention).astype(np.float32),
             "rollout": attention_rollout(_result.attention).astype(np.float32)}
+
+
+@st.cache_resource(show_spinner="Weighing each attention weight by what it moves…", max_entries=4)
+def value_norms_for(model: str, device: str, text: str, pair: str | None) -> ValueNorms:
+    """Value-weighted attention of a sentence (one more run, with the values): shared like the runs, read-only
+    (cache_resource: at 512 tokens the weights alone are 75 MB, which cache_data would copy at every rerun)."""
+    from vizcore.norms.value_norms import value_norms
+
+    return value_norms(get_model(model, device), text, pair)
 
 
 LINK = url_state.Link("attention", {**layer_head.URL_PARAMS, "view": (KEY_VIEW, url_state.OneOf(tuple(VIEWS)))})

@@ -36,6 +36,7 @@ from vizcore.attention.payload import FULL_MAX_TOKENS
 from vizcore.attention.renderer import attention_view_html
 from vizcore.errors import VizError
 from vizcore.model.record import Run
+from vizcore.norms.figures import norm_share_heatmap, residual_norm_heatmap, sink_chart, value_size_bars
 from vizcore.plot import attention_heatmap
 
 KEY_IMAGE_FORMAT = "attention.image_format"
@@ -165,6 +166,37 @@ def flow_view(result: Run, sel: Selection, n: int) -> None:
                "a graph with one node per token per layer and edge capacities from the residual-included "
                "head means (0.5·A + 0.5·I); each bar is the maximum flow from the chosen output token to "
                "one input token (at most 1). Bars need not sum to 1.")
+
+
+def value_weighted_view(result: Run, sel: Selection, layer: int, head: int, options: ViewOptions) -> None:
+    """Kobayashi et al. (2020): each weight beside ||alpha f(x)||, what it moves; the sinks; the residual norms."""
+    norms = or_stop(ua.value_norms_for, *ua.result_key(sel))
+    weights, rows, cols = shown_matrix(norms.weights[layer - 1, head - 1], result, options)
+    shares, _, _ = shown_matrix(norms.norm_shares(layer - 1, head - 1), result, options)
+    # One under another: side by side, at 1024 px, a sentence's column labels ran into each other
+    raw = attention_heatmap(weights, rows.tokens, cols.tokens, f"Weights α · layer {layer}, head {head}",
+                            rows.segments, cols.segments)
+    st.plotly_chart(for_screen(raw), key="attention.values_weights", config=chart_config())
+    weighted = norm_share_heatmap(shares, rows.tokens, cols.tokens, f"‖αf(x)‖ · layer {layer}, head {head}",
+                                  rows.segments, cols.segments)
+    st.plotly_chart(for_screen(weighted), key="attention.values_norms", config=chart_config())
+    st.caption("Above, the weights α; below, ‖α f(x)‖ (Kobayashi et al. 2020): each weight times the length of "
+               "what the key token sends, its value vector through the head's part of W_O, shown as a share of "
+               "the row's total so both maps use one colour scale. Where the second map is paler than the first, "
+               "the head looks at a token that moves little. " + options_caption(options))
+    st.plotly_chart(for_screen(value_size_bars(norms.value_norms[layer - 1, head - 1], norms.tokens,
+                                               f"‖f(x)‖ per key token · layer {layer}, head {head}")),
+                    key="attention.values_sizes", config=chart_config())
+    st.plotly_chart(for_screen(sink_chart(norms.sink_shares(), "Sinks: share on [CLS], [SEP], punctuation")),
+                    key="attention.values_sinks", config=chart_config())
+    st.caption("Per layer, the share of each query's attention that goes to [CLS], [SEP] and punctuation "
+               "(solid: weights, dashed: norms), averaged over heads and queries. A large weight with a small "
+               "norm is a sink: the head parks there and takes almost nothing.")
+    residual = residual_norm_heatmap(norms.residual_norms, norms.tokens, "Residual stream: ‖h‖ per token")
+    st.plotly_chart(for_screen(residual), key="attention.values_residual", config=chart_config())
+    st.caption("The length of each token's hidden state after each layer (row 0: the embeddings). A token far "
+               "longer than the rest carries a massive activation (Sun et al. 2024). Post-norm models (BERT) "
+               "normalise every layer's output, which keeps these lengths close.")
 
 
 @st.cache_data(max_entries=8, show_spinner="Building the view…")
@@ -316,6 +348,8 @@ def show_view(view: str, result: Run, sel: Selection, layer: int, head: int,
         statistics_view(result, sel)
     elif view == "aggregate":
         aggregate_view(result, sel, layer, options)
+    elif view == "values":
+        value_weighted_view(result, sel, layer, head, options)
     elif view == "lines":
         lines_view(result, layer, head, options)
     elif view == "bertviz":

@@ -80,8 +80,8 @@ def show_alibi(sel: Selection, loaded: LoadedModel) -> None:
     st.markdown("**ALiBi, attention with linear biases** (Press et al. 2022, *Train Short, Test Long*). No "
                 "position vectors at all: head h subtracts a penalty growing linearly with the distance, "
                 "with a fixed slope m_h, before the softmax. For n heads the slopes are the geometric sequence")
-    st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} - m_h\,|i-j|,\qquad "
-             r"m_h = 2^{-8h/n}\;\; (2^{-8/n}, 2^{-16/n}, \dots, 2^{-8})")
+    st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} - m_h\,|i-j|")  # one line each: 1024 px
+    st.latex(r"m_h = 2^{-8h/n}\;\; (2^{-8/n}, 2^{-16/n}, \dots, 2^{-8})")
     st.caption("The paper's model is a decoder, keys j ≤ i only, distance i − j. For an encoder the distance "
                "counts both ways, |i − j|, as here. For n not a power of two the paper's code takes the slopes "
                "of the power of two below n and every other slope of twice as many.")
@@ -111,8 +111,8 @@ def show_relative() -> None:
                 "in every layer. 32 buckets: half for keys at or before the query, half for keys after it; "
                 "offsets 0 to 7 each have their own bucket, longer ones share logarithmically wider buckets up "
                 "to 128, and everything farther shares the last:")
-    st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} + b_h\big[\text{bucket}(i-j)\big],\quad "
-             r"\text{bucket}(\delta) = 16\,[\delta < 0] + \begin{cases} |\delta| & |\delta| < 8 \\ "
+    st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} + b_h\big[\text{bucket}(i-j)\big]")
+    st.latex(r"\text{bucket}(\delta) = 16\,[\delta < 0] + \begin{cases} |\delta| & |\delta| < 8 \\ "
              r"\min\!\left(15,\ 8 + \left\lfloor 8\,\frac{\ln(|\delta|/8)}{\ln(128/8)} \right\rfloor\right)"
              r" & \text{otherwise} \end{cases}")
     try:

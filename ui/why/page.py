@@ -33,6 +33,7 @@ PARTS = {
     "importance": "Head importance",
     "patching": "Activation patching",
     "attribution": "Token attribution",
+    "circuits": "Weight circuits",
 }
 KEY_PART = "why.part"
 KEY_WORD = "why.word"  # the word of the sidebar's sentence that is masked (its text)

@@ -134,3 +134,48 @@ def mlm_head(model: torch.nn.Module) -> torch.nn.Module:
     if arch.mlm_head is None or not hasattr(model, arch.mlm_head.split(".")[0]):
         raise VizError(f"This '{arch.family}' model has no masked-LM head.")
     return get(model, arch.mlm_head)
+
+
+@dataclass(frozen=True)
+class HeadWeights:
+    """One layer's self-attention matrices, split per head, in the row convention ``x @ W`` (``x`` a hidden state,
+    ``(d,)``): head h's query is ``x @ query[h]`` plus its bias, its part of the output ``z @ out[h]`` (``z`` its
+    output, ``(d_head,)``). Biases are left out (the output projection's is shared by the heads). Its scores
+    are ``scaling * q . k``."""
+
+    query: torch.Tensor  # (H, d, d_head)
+    key: torch.Tensor  # (H, d, d_head)
+    value: torch.Tensor  # (H, d, d_head)
+    out: torch.Tensor  # (H, d_head, d)
+    scaling: float
+
+
+def _row_weight(module: torch.nn.Module) -> torch.Tensor:
+    """W with ``y = x @ W + b``: a Linear stores W transposed, GPT-2's Conv1D as it is."""
+    weight = module.weight.detach()
+    return weight.T if isinstance(module, torch.nn.Linear) else weight
+
+
+def head_weights(model: torch.nn.Module, layer: int, num_heads: int) -> HeadWeights:
+    """Layer ``layer`` (0-based, main stack)'s W_Q, W_K, W_V, W_O per head, read from the module the forward runs."""
+    arch = arch_of(model)
+    attn = arch.stacks[arch.main_stack].self_attention
+    block = blocks(model)[layer]
+    if attn.qkv is not None:  # fused (GPT-2's c_attn): one (d, 3 d) matrix, Q | K | V along the output
+        weights = _row_weight(get(block, attn.qkv)).chunk(3, dim=1)
+    else:
+        weights = tuple(_row_weight(get(block, path)) for path in (attn.query, attn.key, attn.value))
+    out = _row_weight(get(block, attn.out))  # (H * d_head, d)
+    d, d_head = out.shape[1], out.shape[0] // num_heads
+
+    def split(w: torch.Tensor) -> torch.Tensor:  # (d, H * d_head) -> (H, d, d_head)
+        return w.reshape(w.shape[0], num_heads, d_head).permute(1, 0, 2)
+
+    module = get(block, (attn.query or attn.qkv).rpartition(".")[0])
+    scaling = 1.0 if arch.family == "t5" else float(getattr(module, "scaling", d_head ** -0.5))  # T5 scales none
+    return HeadWeights(*(split(w) for w in weights), out.reshape(num_heads, d_head, d), scaling=scaling)
+
+
+def token_embeddings(model: torch.nn.Module) -> torch.Tensor:
+    """The token embedding table W_E, ``(vocab, d)`` (no positions, no segments, no LayerNorm)."""
+    return model.get_input_embeddings().weight.detach()

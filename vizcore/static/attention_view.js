@@ -506,7 +506,8 @@
       const R = m.rows.length, C = m.cols.length, order = [];
       for (let i = 0; i < R * C; i++) order.push(i);
       order.sort(function (a, b) { return m.values[b] - m.values[a] || a - b; });
-      const table = element("table", "ib-sr");
+      const hidden = element("div", "ib-sr");  // a table ignores a width below its content's: the box around it
+      const table = element("table", "", hidden);
       element("caption", "", table).textContent = "Layer " + (state.layer + 1) + ", head " + (state.head + 1) +
         ": the " + Math.min(TABLE_ROWS, R * C) + " largest of " + R * C + " attention weights, largest first";
       const head = element("tr", "", element("thead", "", table));
@@ -522,7 +523,7 @@
         element("td", "", row).textContent = colLabels[c];
         element("td", "", row).textContent = m.values[i].toFixed(3);
       });
-      return table;
+      return hidden;
     }
 
     function gridCodes() {
