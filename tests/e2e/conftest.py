@@ -131,21 +131,36 @@ def external_requests(urls: list[str]) -> list[str]:
 
 
 # Busy: a script run not finished (the data-test-script-state Streamlit's own e2e tests read),
-# Streamlit's running/connecting indicator, or an element still drawn as a grey placeholder
-# (stSkeleton: React's Suspense fallback while the browser fetches and runs the element's lazily
-# loaded component, e.g. plotly.js, 4.7 MB, for the first chart a browser shows).
-_BUSY_AND_SIZE = """() => {
+# Streamlit's running/connecting indicator, an element still drawn as a grey placeholder (stSkeleton: React's
+# Suspense fallback while the browser fetches and runs the element's lazily loaded component, e.g. plotly.js,
+# 4.7 MB, for the first chart a browser shows), or a plotly chart whose SVG is not drawn yet. Quiet: the time
+# since the page's DOM last changed, kept by a MutationObserver in the page (reading the whole body's
+# innerHTML every 200 ms, as before, serialised every chart's SVG each time: Chromium's CPU on 2 cores).
+_BUSY_AND_QUIET = """() => {
+    if (!window.__quietSince) {
+        window.__quietSince = performance.now();
+        window.__runs = 0;  // script runs the page has seen start (run_and_wait)
+        new MutationObserver(changes => {
+            window.__quietSince = performance.now();
+            for (const change of changes) {
+                if (change.attributeName === 'data-test-script-state'
+                    && change.target.getAttribute('data-test-script-state') === 'running') window.__runs++;
+            }
+        }).observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+    }
     const app = document.querySelector('[data-testid=stApp]');
     const state = app ? app.getAttribute('data-test-script-state') : 'initial';
     const busy = !['notRunning', 'compilationError'].includes(state)
-        || document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]') !== null;
-    return [busy, document.body.innerHTML.length];
+        || document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]') !== null
+        || [...document.querySelectorAll('[data-testid=stPlotlyChart]')]
+            .some(chart => !chart.querySelector('.main-svg'));
+    return [busy, performance.now() - window.__quietSince];
 }"""
 
 
-def wait_until_idle(page, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
-    """Wait until the app has finished its run, the browser has drawn every element of it, and the
-    page DOM has not changed for ``quiet_ms``.
+def wait_until_idle(page, quiet_ms: int = 1000, timeout_s: float = 120) -> None:
+    """Wait until the app has finished its run, the browser has drawn every element of it (each chart's SVG
+    too), and the page's DOM has not changed for ``quiet_ms``.
 
     Run state and DOM stillness alone are not enough: with ten fresh browsers on two cores the chart
     component arrived 40-60 s after the run ended, and the page sat unchanged on a grey placeholder.
@@ -153,21 +168,28 @@ def wait_until_idle(page, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
     wait_until_all_idle([page], quiet_ms, timeout_s)
 
 
-def wait_until_all_idle(pages: list, quiet_ms: int = 1500, timeout_s: float = 120) -> None:
+def wait_until_all_idle(pages: list, quiet_ms: int = 1000, timeout_s: float = 120) -> None:
     """``wait_until_idle`` for several pages at once: every one idle and unchanged over the same ``quiet_ms``
     (ten pages waited for one after another each spent its own quiet time: 15 s of nothing)."""
     for page in pages:
         page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
     deadline = time.monotonic() + timeout_s
-    last, stable_since = None, time.monotonic()
     while time.monotonic() < deadline:
-        now = [page.evaluate(_BUSY_AND_SIZE) for page in pages]
-        if any(busy for busy, _ in now) or now != last:
-            last, stable_since = now, time.monotonic()
-        elif (time.monotonic() - stable_since) * 1000 >= quiet_ms:
+        now = [page.evaluate(_BUSY_AND_QUIET) for page in pages]
+        if not any(busy for busy, _ in now) and min(quiet for _, quiet in now) >= quiet_ms:
             return
-        time.sleep(0.2)
+        time.sleep(0.1)
     raise TimeoutError("the app kept running or changing, or an element never finished loading")
+
+
+def run_and_wait(page, act, timeout_s: float = 120) -> None:
+    """``act()`` (a click, a key) that starts a script run, then wait for that run to have started and the page to
+    be idle: a run seen to start needs only half a second of stillness after it, not the wait that covers a run
+    that has not started yet."""
+    before = page.evaluate(_BUSY_AND_QUIET) and page.evaluate("window.__runs")
+    act()
+    page.wait_for_function(f"window.__runs > {before}", timeout=timeout_s * 1000)
+    wait_until_idle(page, quiet_ms=500, timeout_s=timeout_s)
 
 
 def screenshot(page, name: str) -> Path:
@@ -305,12 +327,16 @@ def lazy_tab(label: str):
 def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
     """Open each ``(view, radio(...) | segment(...) | tab(...) | lazy_tab(...))`` as a user does and check that it fits
     the laptop (``assert_fits_the_laptop``: screenshot artifacts/screenshots/laptop-<name>-<view>.png).
-    A plain tab runs nothing on the server, so half a second without change is enough there. Each screenshot starts
+    A plain tab runs nothing on the server, so half a second without change is enough there; a run is waited for
+    until it has started and finished (``run_and_wait``). Each screenshot starts
     at the view's control (the window scrolled to it): the view is what it shows."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     for view, (kind, control) in views:
-        control(page).click()
-        wait_until_idle(page, quiet_ms=500 if kind == "tab" else 1500)
+        if kind == "tab":
+            control(page).click()
+            wait_until_idle(page, quiet_ms=500)
+        else:
+            run_and_wait(page, control(page).click)
         assert page.locator('[data-testid="stException"]').count() == 0, f"{name} {view}"
         # the view's control at the top of the window, so that the screenshot shows the view, not the heading
         control(page).evaluate("element => element.scrollIntoView({block: 'start'})")
