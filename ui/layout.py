@@ -79,13 +79,22 @@ button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !
 """
 
 
+# The dark theme's primary colour is a light red (.streamlit/config.toml): a primary button's label black on it
+DARK_CSS = """
+<style>
+[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] * { color: #000000 !important; }
+</style>
+"""
+
+
 def apply() -> None:
     """Call once per run after the sidebar (it reads the projector setting), before the page draws (an
     element-free style block: it takes no space)."""
     if presenting():
         st.set_page_config(initial_sidebar_state="collapsed")  # the room needs the width; the sidebar is a click away
-    text = "#FFFFFF" if st.context.theme.type == "dark" else "#000000"
-    st.html((CSS + (PROJECTOR_CSS if presenting() else "")).replace("TEXT", text))
+    dark = st.context.theme.type == "dark"
+    css = CSS + (PROJECTOR_CSS if presenting() else "") + (DARK_CSS if dark else "")
+    st.html(css.replace("TEXT", "#FFFFFF" if dark else "#000000"))
 
 
 def for_screen(figure: T) -> T:

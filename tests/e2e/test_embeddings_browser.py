@@ -20,6 +20,11 @@ from ui.embeddings.page import SENSE_TEXTS
 POINTS = ".js-plotly-plot .scatterlayer .trace .point"
 
 
+VIEWS = [(name, segment(label)) for name, label in (  # the views after the first (the dark theme's sweep too)
+    ("similarity", "Sentence similarity"), ("search", "Semantic search"), ("contexts", "One word, many contexts"),
+    ("tokens", "Token map"))]
+
+
 def test_clicking_a_query_opens_its_sentence_in_the_explorer(app_url, page):
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
@@ -31,9 +36,7 @@ def test_clicking_a_query_opens_its_sentence_in_the_explorer(app_url, page):
     assert "Head 2.3:" in page.locator(".js-plotly-plot").first.inner_text()
     screenshot(page, "embeddings-queries")
     assert_fits_the_laptop(page, "embeddings")
-    sweep_views(page, "embeddings", [(name, segment(label)) for name, label in (  # each view fits the laptop too
-        ("similarity", "Sentence similarity"), ("search", "Semantic search"), ("contexts", "One word, many contexts"),
-        ("tokens", "Token map"))])
+    sweep_views(page, "embeddings", VIEWS)  # each view fits the laptop too
     page.goto(f"{app_url}/embeddings?{urlencode({'view': 'queries', 'qk_layer': '2', 'qk_head': '3'})}")
     page.wait_for_selector(POINTS, timeout=60_000)  # the link again: the window at the top, as a user opens it
     wait_until_idle(page)

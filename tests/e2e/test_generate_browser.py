@@ -15,6 +15,9 @@ from tests.e2e.conftest import (
     wait_until_idle,
 )
 
+VIEWS = [(name, tab(label)) for name, label in (  # the page's views after its first (the dark theme's sweep too)
+    ("attention", "Attention and the causal mask"), ("lens", "Layer by layer"), ("beams", "Beams"))]
+
 
 def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
     requests: list[str] = []
@@ -34,6 +37,5 @@ def test_a_direct_link_shows_the_bars_and_the_cut_off(app_url, page):
     page.get_by_text("Tokens (1 generated)").wait_for(timeout=60_000)
     assert "steps=1" in page.url
     assert page.locator('[data-testid="stException"]').count() == 0
-    sweep_views(page, "generate", [(name, tab(label)) for name, label in (  # each view fits the laptop too
-        ("attention", "Attention and the causal mask"), ("lens", "Layer by layer"), ("beams", "Beams"))])
+    sweep_views(page, "generate", VIEWS)  # each view fits the laptop too
     assert external_requests(requests) == []

@@ -16,6 +16,9 @@ from tests.e2e.conftest import (
     wait_until_idle,
 )
 
+VIEWS = [(name, tab(label)) for name, label in (  # the page's views after its first (the dark theme's sweep too)
+    ("attentions", "The three attentions"), ("alignment", "Alignment per head"), ("train", "Train from scratch"))]
+
 
 def test_a_direct_link_shows_the_answer_the_steps_and_the_three_attentions(app_url, page):
     requests: list[str] = []
@@ -39,8 +42,7 @@ def test_a_direct_link_shows_the_answer_the_steps_and_the_three_attentions(app_u
     wait_until_idle(page)
     page.get_by_text("Step 4 of 11.").wait_for(timeout=30_000)
     assert "step=4" in page.url and "head=2" in page.url
-    sweep_views(page, "translate", [(name, tab(label)) for name, label in (  # each view fits the laptop too
-        ("attentions", "The three attentions"), ("alignment", "Alignment per head"), ("train", "Train from scratch"))])
+    sweep_views(page, "translate", VIEWS)  # each view fits the laptop too
 
     page.goto(f"{app_url}/translate?{urlencode({'source': 'the thirty first of february two thousand'})}")
     page.get_by_text("Outside what the model was trained on.").wait_for(timeout=60_000)
