@@ -1,0 +1,327 @@
+"""The step kinds: each names one existing vizcore computation and its figure, and turns them into a ``View``.
+
+A kind is ``Kind(build, params, series, numbers)``: ``build(source, text, params)`` computes and draws; ``params``
+are the parameters a lesson file may set (with their defaults; layers and heads 1-based, as in the UI);
+``series`` and ``numbers`` name what a question may ask about. ``source`` gives the (cached) models and runs: the
+app passes the server-wide caches (``ui.state``), tests a tiny model. Nothing here computes attention, masks or
+positions itself: it calls ``vizcore.inside``, ``vizcore.attention``, ``vizcore.positional`` ... and their figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol
+
+import numpy as np
+
+from vizcore.colours import ATTENTION, SEQUENTIAL
+from vizcore.errors import VizError
+from vizcore.lessons.view import Number, Series, View
+
+if TYPE_CHECKING:
+    from vizcore.model.loading import LoadedModel
+    from vizcore.model.record import Run
+
+
+class Source(Protocol):
+    """Where a step gets its models and runs (the app: the server's caches)."""
+
+    def model(self, head: str = "base") -> LoadedModel: ...
+
+    def run(self, text: str, hidden: bool = False) -> Run: ...
+
+
+@dataclass(frozen=True)
+class Kind:
+    build: Callable[[Source, str, Mapping], View]
+    params: Mapping[str, object] = field(default_factory=dict)
+    series: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    query: bool = False  # the learner picks the query token (a selectbox of the sentence's tokens)
+
+
+def _labels(tokens: list[str]) -> list[str]:
+    from vizcore.inside.figures import token_labels
+
+    return token_labels(tokens)
+
+
+def _layer_head(run_or_model, params: Mapping) -> tuple[int, int]:
+    """The step's 1-based layer and head as 0-based indices, checked against the model on screen."""
+    layers, heads = run_or_model.num_layers, run_or_model.num_heads
+    layer, head = int(params["layer"]), int(params["head"])
+    if not (1 <= layer <= layers and 1 <= head <= heads):
+        raise VizError(f"This step shows layer {layer}, head {head}; the model on screen has {layers} layers of "
+                       f"{heads} heads. Pick the default model in the sidebar.")
+    return layer - 1, head - 1
+
+
+def query_position(tokens: list[str], params: Mapping) -> int:
+    """The query: ``query_index`` (the learner's pick) if given, else the first token equal to ``query``, else the
+    last ordinary token."""
+    index = params.get("query_index")
+    if index is not None and 0 <= int(index) < len(tokens):
+        return int(index)
+    word = str(params.get("query", "")).lower()
+    if word in tokens:
+        return tokens.index(word)
+    return max(len(tokens) - 2, 0)
+
+
+# ---- lesson 1: one query's attention (vizcore.inside.steps) -------------------------------------------------
+
+QUERY_PARTS = {"scores": "q·k", "scaled": "q·k / √d_k", "weights": "softmax: the weights", "sum": "weights × V"}
+
+
+def query_steps(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.inside.steps import layer_steps
+    from vizcore.plot import matrix_heatmap
+
+    loaded, run = source.model(), source.run(text, hidden=True)
+    layer, head = _layer_head(loaded, params)
+    steps = layer_steps(loaded, run, layer, head)
+    q, labels, d_k = query_position(run.tokens, params), _labels(run.tokens), steps.q.shape[1]
+    rows = {"scores": steps.scores[q], "scaled": steps.scaled[q], "weights": steps.weights[q]}
+    shown = str(params["show"])
+    where = f"layer {layer + 1}, head {head + 1}, query {labels[q]}"
+    if shown == "sum":
+        contributions = steps.weights[q][:, None] * steps.v  # (T, d_k): weight of key j times its value vector
+        figure = matrix_heatmap(contributions, f"Each key's weight × v, {where}", row_labels=labels,
+                                row_title="key", col_title="dimension of v")
+        out = matrix_heatmap(steps.head_output[q], f"Their sum: the head's output for {labels[q]}",
+                             row_labels=[labels[q]], col_title="dimension of v")
+        figures = [figure, out]
+    else:
+        names = [n for n in list(QUERY_PARTS)[: list(QUERY_PARTS).index(shown) + 1] if n != "weights"]
+        figures = [matrix_heatmap(np.stack([rows[n] for n in names]), f"Query {labels[q]} against every key, "
+                                  f"layer {layer + 1}, head {head + 1}", row_labels=[QUERY_PARTS[n] for n in names],
+                                  col_labels=labels, row_title="step", col_title="key", value_name="score")]
+        if shown == "weights":
+            figures.append(matrix_heatmap(rows["weights"], f"softmax: {labels[q]}'s attention weights",
+                                          row_labels=[labels[q]], col_labels=labels, row_title="query",
+                                          col_title="key", value_name="weight", scale=ATTENTION))
+    norms = np.linalg.norm(steps.weights[q][:, None] * steps.v, axis=1)
+    return View(
+        figures=figures,
+        caption=f"d_k = {d_k}, √d_k = {np.sqrt(d_k):.2f}. Recomputed from the weights; largest difference from "
+                f"the model's own weights: {steps.attention_diff:.1e}.",
+        series={"scores": Series(labels, rows["scores"], "{label} has the largest q·k, {value:.2f}"),
+                "weights": Series(labels, rows["weights"], f"head {head + 1} of layer {layer + 1} puts {{value:.2f}}"
+                                  f" of {labels[q]}'s attention on {{label}}"),
+                "contributions": Series(labels, norms, "{label}'s weighted value vector is the longest, "
+                                        "‖w·v‖ = {value:.2f}")},
+        numbers={"d_k": Number(float(d_k), "each head has d_k = d / heads = {value:g} dimensions"),
+                 "weight_sum": Number(float(rows["weights"].sum()), "the weights sum to {value:.4f}")})
+
+
+def scaling(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.inside.demos import scaling_demo
+    from vizcore.inside.figures import softmax_bars
+
+    demo = scaling_demo(int(params["d_k"]))
+    figure = softmax_bars(demo.unscaled_weights, demo.scaled_weights, demo.unscaled_entropy, demo.scaled_entropy,
+                          demo.d_k)
+    says = "the softmax {label} has entropy {value:.2f} bits (lower = more peaked)"
+    return View(figures=[figure],
+                caption=f"Var(q·k) over {demo.samples:,} random pairs: {demo.variance_unscaled:,.1f} (theory d_k = "
+                        f"{demo.d_k}); after ÷√d_k: {demo.variance_scaled:.2f} (theory 1).",
+                series={"entropy": Series(["without ÷√d_k", "with ÷√d_k"],
+                                          np.array([demo.unscaled_entropy, demo.scaled_entropy]), says)},
+                numbers={"variance": Number(demo.variance_unscaled, "Var(q·k) measured: {value:,.1f}")})
+
+
+# ---- lesson 2: many heads (vizcore.attention.head_stats) ------------------------------------------------------
+
+def head_grid(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.attention.head_stats import LABELS, head_statistics
+    from vizcore.plot import layer_head_heatmap
+
+    run = source.run(text)
+    name = str(params["stat"])
+    if name not in LABELS:
+        raise VizError(f"Unknown head statistic '{name}': one of {', '.join(LABELS)}.")
+    stats = head_statistics(run.attention, run.tokens, run.special_mask)[name]  # [layer, head]
+    layers, heads = stats.shape
+    labels = [f"layer {l + 1}, head {h + 1}" for l in range(layers) for h in range(heads)]
+    figure = layer_head_heatmap(stats, f"{LABELS[name]}, every head", LABELS[name], scale=SEQUENTIAL)
+    best = np.unravel_index(np.argmax(stats), stats.shape)
+    pattern = _attention_figure(run, int(best[0]), int(best[1]), f" (the largest {LABELS[name]})")
+    return View(figures=[figure, pattern],
+                series={"heads": Series(labels, stats.ravel(), "{label} has the largest " + LABELS[name] +
+                                        ", {value:.2f}")})
+
+
+def _attention_figure(run: Run, layer: int, head: int, note: str = ""):
+    from vizcore.plot import attention_heatmap
+
+    return attention_heatmap(run.attention[layer, head], run.tokens,
+                             title=f"Layer {layer + 1}, head {head + 1}{note}", query_segments=run.segment_ids,
+                             key_segments=run.segment_ids)
+
+
+def attention_map(source: Source, text: str, params: Mapping) -> View:
+    run = source.run(text)
+    layer, head = _layer_head(run, params)
+    q, labels = query_position(run.tokens, params), _labels(run.tokens)
+    row = run.attention[layer, head, q]
+    later = float(np.triu(run.attention[layer, head], k=1).sum(-1).max())
+    return View(figures=[_attention_figure(run, layer, head)],
+                series={"row": Series(labels, row, f"layer {layer + 1}, head {head + 1} puts {{value:.2f}} of "
+                                      f"{labels[q]}'s attention on {{label}}")},
+                numbers={"later": Number(later, "a query gives up to {value:.2f} of its attention to later keys")})
+
+
+# ---- lesson 3: masks (vizcore.inside.demos) --------------------------------------------------------------------
+
+def padding(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.inside.demos import padding_demo
+
+    loaded = source.model()
+    layer, head = _layer_head(loaded, params)
+    demo = padding_demo(loaded, text, str(params["other"]), layer, head)
+    tokens = demo.tokens[demo.short]
+    labels = _labels(tokens)
+    from vizcore.plot import attention_heatmap
+
+    figure = attention_heatmap(demo.weights, tokens, title=f"The shorter sentence in a padded batch, layer "
+                               f"{layer + 1}, head {head + 1}")
+    n_pad = int((demo.attention_mask[demo.short] == 0).sum())
+    return View(figures=[figure],
+                caption=f"{n_pad} [PAD] keys; real tokens differ from the sentence run alone by at most "
+                        f"{demo.max_diff_vs_alone:.1e}.",
+                series={"pad_column": Series(labels, demo.weights.sum(0), "{label} receives {value:.2f} in total")},
+                numbers={"on_padding": Number(demo.max_on_padding, "the largest weight on any [PAD] key, all layers "
+                                              "and heads, is {value:.1e}")})
+
+
+def causal(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.inside.demos import causal_weights, weight_above_diagonal
+    from vizcore.inside.steps import layer_steps
+    from vizcore.plot import attention_heatmap
+
+    loaded, run = source.model(), source.run(text, hidden=True)
+    layer, head = _layer_head(loaded, params)
+    steps = layer_steps(loaded, run, layer, head)
+    masked = causal_weights(steps.scaled)
+    labels = _labels(run.tokens)
+    figure = attention_heatmap(masked, run.tokens, title=f"Causal mask on layer {layer + 1}, head {head + 1}")
+    return View(figures=[attention_heatmap(steps.weights, run.tokens, title="Bidirectional, as BERT is"), figure],
+                series={"first_row": Series(labels, masked[0], "under the causal mask the first token gives "
+                                            "{value:.2f} to {label}")},
+                numbers={"later_masked": Number(weight_above_diagonal(masked), "with the mask the largest weight "
+                                                "on a later key is {value:.1e}"),
+                         "later_bidirectional": Number(weight_above_diagonal(steps.weights), "without it a query "
+                                                       "gives up to {value:.2f} to one later key")})
+
+
+# ---- lesson 4: positions (vizcore.inside.demos, vizcore.positional) ----------------------------------------------
+
+def word_order(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.inside.demos import permutation_demo
+    from vizcore.inside.figures import change_bars
+
+    run = source.run(text, hidden=True)
+    demo = permutation_demo(source.model(), run, int(params["seed"]))
+    shuffled = [run.tokens[i] for i in demo.order]
+    return View(figures=[change_bars(shuffled, demo.change_without, demo.change_with)],
+                caption="Shuffled: `" + " ".join(shuffled).replace("`", "'") + "`",
+                numbers={"without": Number(demo.diff_without_positions, "without position embeddings the outputs "
+                                           "differ from the shuffled originals by at most {value:.1e}"),
+                         "with": Number(demo.diff_with_positions, "with them, by up to {value:.2f}")})
+
+
+def sinusoids(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.plot import matrix_heatmap
+    from vizcore.positional.encoding import check_offset, similarity, sinusoidal_encoding
+    from vizcore.positional.figures import waves_figure
+
+    positions, d, k = int(params["positions"]), int(params["d_model"]), int(params["offset"])
+    table = sinusoidal_encoding(positions, d)
+    check = check_offset(table, k)
+    sim = similarity(table, "dot")
+    labels = [str(p) for p in range(positions)]
+    return View(figures=[waves_figure(table, [0, 1, 4, 10]),
+                         matrix_heatmap(sim, "PE(p) · PE(q)", row_labels=labels, col_labels=labels, row_title="p",
+                                        col_title="q", value_name="dot product", scale=SEQUENTIAL)],
+                series={"similarity": Series(labels[1:], sim[0, 1:], "position {label} is the closest to position 0"
+                                             ", PE·PE = {value:.2f}")},
+                numbers={"offset_error": Number(check.max_abs_error, f"one fixed rotation M_{k} maps every PE(p) to "
+                                                f"PE(p + {k}) within {{value:.1e}} ({check.pairs} pairs)")})
+
+
+def learned_positions(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.plot import matrix_heatmap
+    from vizcore.positional.encoding import learned_positions as table_of
+    from vizcore.positional.encoding import similarity
+
+    learned = table_of(source.model(), int(params["positions"]))
+    sim = similarity(learned.table, "cosine")
+    p = int(params["position"])
+    if not 0 <= p < len(sim):
+        raise VizError(f"Position {p} is not among the {len(sim)} positions shown.")
+    labels = [str(i) for i in range(len(sim))]
+    others = [i for i in range(len(sim)) if i != p]
+    return View(figures=[matrix_heatmap(sim, f"{learned.model}: cosine similarity of learned positions",
+                                        row_labels=labels, col_labels=labels, row_title="position",
+                                        col_title="position", value_name="cosine", scale=SEQUENTIAL)],
+                series={"near": Series([labels[i] for i in others], sim[p, others], f"position {{label}} is the "
+                                       f"most similar to position {p}, cosine {{value:.2f}}")})
+
+
+# ---- lesson 5: the encoder block (vizcore.inside.steps, vizcore.model.parameters) --------------------------------
+
+BLOCK_PARTS = {"x": "X, the layer's input", "projected": "attention output (Concat · W_O)",
+               "attn_norm": "LayerNorm(X + attention output)", "ffn_hidden": "feed-forward hidden units",
+               "output": "the layer's output"}
+
+
+def block_part(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.inside.steps import layer_steps
+    from vizcore.plot import matrix_heatmap
+
+    loaded, run = source.model(), source.run(text, hidden=True)
+    layer, _ = _layer_head(loaded, {"layer": params["layer"], "head": 1})
+    steps = layer_steps(loaded, run, layer, 0)
+    part = str(params["part"])
+    matrix = getattr(steps, part)
+    labels = _labels(run.tokens)
+    x_norm, attn_norm = np.linalg.norm(steps.x, axis=1), np.linalg.norm(steps.projected, axis=1)
+    return View(figures=[matrix_heatmap(matrix, f"Layer {layer + 1}: {BLOCK_PARTS[part]}", row_labels=labels,
+                                        row_title="token", col_title="dimension")],
+                caption=f"Largest difference from the model's own output of layer {layer + 1}: "
+                        f"{steps.output_diff:.1e}.",
+                series={"residual_share": Series(labels, attn_norm / (x_norm + attn_norm),
+                                                 "{label}'s attention output is {value:.0%} of ‖X‖ + ‖attention‖")},
+                numbers={"ffn_width": Number(float(steps.ffn_hidden.shape[1]), "the feed-forward layer has {value:g} "
+                                             f"hidden units for d = {steps.x.shape[1]}"),
+                         "mean_share": Number(float((attn_norm / (x_norm + attn_norm)).mean()),
+                                              "on average the attention output is {value:.0%} of the sum's parts")})
+
+
+def parameters(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.lessons.figures import parameter_bars
+    from vizcore.model.parameters import parameter_counts
+
+    loaded = source.model()
+    counts = parameter_counts(loaded.model)
+    total = sum(counts.values())
+    return View(figures=[parameter_bars(counts, f"{loaded.name}: {total:,} parameters")],
+                series={"components": Series(list(counts), np.array(list(counts.values()), dtype=float),
+                                             "{label} holds the most parameters, {value:,.0f}")},
+                numbers={"total": Number(float(total), "{value:,.0f} parameters in all")})
+
+
+KINDS: dict[str, Kind] = {
+    "query_steps": Kind(query_steps, {"layer": 1, "head": 1, "show": "weights", "query": ""},
+                        ("scores", "weights", "contributions"), ("d_k", "weight_sum"), query=True),
+    "scaling": Kind(scaling, {"d_k": 64}, ("entropy",), ("variance",)),
+    "head_grid": Kind(head_grid, {"stat": "previous"}, ("heads",)),
+    "attention_map": Kind(attention_map, {"layer": 1, "head": 1, "query": ""}, ("row",), ("later",), query=True),
+    "padding": Kind(padding, {"layer": 1, "head": 1, "other": "It was tired."}, ("pad_column",), ("on_padding",)),
+    "causal": Kind(causal, {"layer": 1, "head": 1}, ("first_row",), ("later_masked", "later_bidirectional")),
+    "word_order": Kind(word_order, {"seed": 0}, (), ("without", "with")),
+    "sinusoids": Kind(sinusoids, {"positions": 50, "d_model": 64, "offset": 5}, ("similarity",), ("offset_error",)),
+    "learned_positions": Kind(learned_positions, {"positions": 40, "position": 10}, ("near",)),
+    "block_part": Kind(block_part, {"layer": 1, "part": "output"}, ("residual_share",), ("ffn_width", "mean_share")),
+    "parameters": Kind(parameters, {}, ("components",), ("total",)),
+}
