@@ -47,8 +47,8 @@ class AppSource:
     def __init__(self, model: str, device: str) -> None:
         self.name, self.device = model, device
 
-    def model(self, head: str = "base"):
-        return state.get_model(self.name, self.device, head)
+    def model(self, head: str = "base", name: str | None = None):
+        return state.get_model(name or self.name, self.device, head)
 
     def run(self, text: str, hidden: bool = False):
         return state.get_run(self.name, self.device, text, None, hidden)

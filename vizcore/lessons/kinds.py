@@ -10,6 +10,7 @@ positions itself: it calls ``vizcore.inside``, ``vizcore.attention``, ``vizcore.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 import numpy as np
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 class Source(Protocol):
     """Where a step gets its models and runs (the app: the server's caches)."""
 
-    def model(self, head: str = "base") -> LoadedModel: ...
+    def model(self, head: str = "base", name: str | None = None) -> LoadedModel:
+        """The sidebar's model (``name`` None) or a named built-in one, with ``head``."""
 
     def run(self, text: str, hidden: bool = False) -> Run: ...
 
@@ -311,6 +313,157 @@ def parameters(source: Source, text: str, params: Mapping) -> View:
                 numbers={"total": Number(float(total), "{value:,.0f} parameters in all")})
 
 
+def _unique(labels: list[str]) -> list[str]:
+    """Labels made unique by their rank where two read the same (two decoded tokens may)."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
+
+
+# ---- lesson 6: pre-training (vizcore.mlm: the offline masked-LM and next-sentence models) ------------------------
+
+def masking(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.mlm.figures import masking_strip, rates_bars
+    from vizcore.mlm.masking_demo import draw_masking, measure_rates
+    from vizcore.model.catalog import MLM_MODEL
+
+    tokenizer = source.model("mlm", MLM_MODEL).tokenizer
+    sentence = str(params["sentence"]) or text
+    draw = draw_masking(tokenizer, sentence, int(params["seed"]))
+    rates = measure_rates(tokenizer, sentence, int(params["draws"]), 0)
+    rows = rates.rows()
+    return View(figures=[masking_strip(draw, "One draw of the 15 % rule"),
+                         rates_bars(rates, f"What {rates.draws:,} draws did")],
+                numbers={"selected": Number(rows[0]["measured"], "{value:.1%} of the ordinary tokens were chosen"),
+                         "masked": Number(rows[1]["measured"], "{value:.1%} of the chosen became [MASK]")})
+
+
+def fill(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.mlm.figures import prediction_bars
+    from vizcore.mlm.fill_mask import fill_mask
+    from vizcore.model.catalog import MLM_MODEL
+
+    result = fill_mask(source.model("mlm", MLM_MODEL), text, top_k=int(params["top_k"]))
+    predictions = result.masks[0].predictions
+    labels = _unique([p.token for p in predictions])
+    return View(figures=[prediction_bars(predictions, "The masked-LM's guesses for the first [MASK]")],
+                series={"guesses": Series(labels, np.array([p.score for p in predictions]),
+                                          "the model's top word is '{label}', probability {value:.2f}")})
+
+
+def next_sentence(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.mlm.figures import cls_share_heatmaps, is_next_gauge
+    from vizcore.mlm.nsp import next_sentence as predict
+    from vizcore.model.catalog import NSP_MODEL
+
+    result = predict(source.model("nsp", NSP_MODEL), str(params["first"]), str(params["second"]))
+    return View(figures=[is_next_gauge(result.is_next, "P(B follows A)"),
+                         cls_share_heatmaps(result, "Where [CLS] looks: sentence A, sentence B, special tokens")],
+                caption=f"A: {params['first']} · B: {params['second']}",
+                numbers={"is_next": Number(result.is_next, "the model gives P(IsNext) = {value:.2f}")})
+
+
+# ---- lesson 8: the decoder (vizcore.decoder: the offline causal model) ------------------------------------------
+
+def next_token(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.decoder.figures import causal_mask_heatmap, next_token_bars, shown
+    from vizcore.decoder.sampling import Settings
+    from vizcore.decoder.steps import candidates, step_view
+    from vizcore.model.catalog import CAUSAL_MODEL
+
+    loaded = source.model("causal-lm", CAUSAL_MODEL)
+    settings = Settings(temperature=float(params["temperature"]), top_k=int(params["top_k"])).check()
+    view = step_view(loaded, text, settings=settings)
+    found = candidates(loaded, view, count=10)
+    labels = _unique([shown(t) for t in found.tokens])
+    layer, head = _layer_head(SimpleNamespace(num_layers=view.attention.shape[0],
+                                              num_heads=view.attention.shape[1]), params)
+    figures = [next_token_bars(found, settings, f"The next token after '{text}', temperature {settings.temperature:g}"),
+               causal_mask_heatmap(view.attention[layer, head], view.tokens,
+                                   f"{loaded.name}: its own causal attention, layer {layer + 1}, head {head + 1}")]
+    later = float(np.triu(view.attention, k=1).max())
+    return View(figures=figures,
+                series={"plain": Series(labels, found.plain, "the model's most probable next token is '{label}', "
+                                        "{value:.2f}")},
+                numbers={"top_change": Number(float(found.shaped[0] - found.plain[0]), "the top token's probability "
+                                              "changes by {value:+.2f} from the model's own"),
+                         "kept": Number(float(found.kept), "{value:g} tokens can still be drawn"),
+                         "later": Number(later, "the largest weight on a later token, every head, is {value:.1e}")})
+
+
+# ---- lesson 9: the whole Transformer (vizcore.seq2seq: the date translator) ---------------------------------------
+
+def translation(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.seq2seq.alignment import alignment_accuracy
+    from vizcore.seq2seq.figures import alignment_accuracy_heatmap, cross_attention_heatmap, encoder_attention_heatmap
+    from vizcore.seq2seq.translator import translate
+
+    result = translate(text)
+    run = result.run
+    layer, head = _layer_head(SimpleNamespace(num_layers=run.cross.shape[0], num_heads=run.cross.shape[1]), params)
+    shown = str(params["show"])
+    inputs, row = _labels(run.input_tokens), min(int(params["output"]) - 1, len(run.output_tokens) - 1)
+    figures = {"cross": lambda: cross_attention_heatmap(run, layer, head),
+               "encoder": lambda: encoder_attention_heatmap(run, layer, head)}
+    series = {"cross_row": Series(inputs, run.cross[layer, head, row], f"writing '{run.output_tokens[row]}', "
+                                  f"layer {layer + 1} head {head + 1} looks most at {{label}}, {{value:.2f}}")}
+    if run.gold is not None:
+        accuracy = alignment_accuracy(run.cross, run.gold)
+        names = [f"layer {l + 1}, head {h + 1}" for l in range(accuracy.shape[0]) for h in range(accuracy.shape[1])]
+        series["heads"] = Series(names, np.nan_to_num(accuracy.ravel()), "{label} aligns best: {value:.0%} of the "
+                                 "output characters look most at their input word")
+        figures["alignment"] = lambda: alignment_accuracy_heatmap(accuracy)
+    if shown not in figures:
+        raise VizError(f"This sentence gives no {shown} view: type a date in words, like the lesson's.")
+    return View(figures=[figures[shown]()], caption=f"`{run.text}` → `{''.join(run.output_tokens)}`",
+                series=series)
+
+
+# ---- lesson 10: what attention weights do not tell you (vizcore.why) ----------------------------------------------
+
+def ablation(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.model.catalog import MLM_MODEL
+    from vizcore.why.ablation import ablate_mlm
+    from vizcore.why.figures import before_after_bars
+
+    loaded = source.model("mlm", MLM_MODEL)
+    layer, head = _layer_head(loaded, params)
+    result = ablate_mlm(loaded, text, [(layer, head)])
+    effect = result.masks[0]
+    top = effect.compared[0]
+    mask_row = result.attention_before[layer, head, effect.index]
+    labels = _labels(result.tokens)
+    return View(figures=[before_after_bars(effect.compared, f"Layer {layer + 1}, head {head + 1} switched off")],
+                series={"attention": Series(labels, mask_row, f"[MASK] in layer {layer + 1}, head {head + 1} looks "
+                                            "most at {label}, {value:.2f}")},
+                numbers={"drop": Number(top[1] - top[2], f"'{top[0]}' goes from {top[1]:.2f} to {top[2]:.2f}: a drop "
+                                        "of {value:.2f}"),
+                         "same_top": Number(float(effect.baseline[0].token == effect.ablated[0].token),
+                                            f"the top word is '{effect.baseline[0].token}' with the head, "
+                                            f"'{effect.ablated[0].token}' without")})
+
+
+def attribution(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.model.catalog import MLM_MODEL
+    from vizcore.why.attribution import METHODS, answer_target, attribute
+    from vizcore.why.figures import attribution_bars
+
+    target = answer_target(source.model("mlm", MLM_MODEL), text)
+    result = attribute(target, methods=("occlusion", "rollout"))
+    labels = _labels(result.tokens)
+    ordinary = np.asarray(result.ordinary, dtype=bool)
+    keep = [i for i in range(len(labels)) if ordinary[i]]
+    series = {method: Series([labels[i] for i in keep], result.scores[method][keep],
+                             f"by {METHODS[method].lower()}, {{label}} matters most for "
+                             f"'{result.token}': {{value:.3f}}")
+              for method in ("occlusion", "rollout")}
+    return View(figures=[attribution_bars(result.tokens, {METHODS[m]: result.scores[m] for m in series})],
+                caption=f"f = P('{result.token}' at the mask) = {result.score:.2f}.", series=series)
+
+
 KINDS: dict[str, Kind] = {
     "query_steps": Kind(query_steps, {"layer": 1, "head": 1, "show": "weights", "query": ""},
                         ("scores", "weights", "contributions"), ("d_k", "weight_sum"), query=True),
@@ -324,4 +477,12 @@ KINDS: dict[str, Kind] = {
     "learned_positions": Kind(learned_positions, {"positions": 40, "position": 10}, ("near",)),
     "block_part": Kind(block_part, {"layer": 1, "part": "output"}, ("residual_share",), ("ffn_width", "mean_share")),
     "parameters": Kind(parameters, {}, ("components",), ("total",)),
+    "masking": Kind(masking, {"seed": 0, "draws": 2000, "sentence": ""}, (), ("selected", "masked")),
+    "fill_mask": Kind(fill, {"top_k": 5}, ("guesses",)),
+    "next_sentence": Kind(next_sentence, {"first": "", "second": ""}, (), ("is_next",)),
+    "next_token": Kind(next_token, {"temperature": 1.0, "top_k": 0, "layer": 1, "head": 1}, ("plain",),
+                       ("top_change", "kept", "later")),
+    "translation": Kind(translation, {"show": "cross", "layer": 1, "head": 1, "output": 1}, ("cross_row", "heads")),
+    "ablation": Kind(ablation, {"layer": 1, "head": 1}, ("attention",), ("drop", "same_top")),
+    "attribution": Kind(attribution, {}, ("occlusion", "rollout")),
 }
