@@ -18,8 +18,9 @@ from vizcore.lessons.lesson import MAX_CLAIM_WORDS, load_lesson, load_lessons
 from vizcore.model.loading import load_model
 from vizcore.model.run import Capture, run
 
-# The course order (fine-tuning, the 7th, is not written yet).
-COURSE = ["attention", "heads", "masks", "positions", "block", "pretraining", "decoder", "transformer", "beyond"]
+# The course order, all ten lessons.
+COURSE = ["attention", "heads", "masks", "positions", "block", "pretraining", "finetuning", "decoder", "transformer",
+          "beyond"]
 TEXT = "The animal didn't cross the street because it was too tired."
 
 
@@ -264,3 +265,15 @@ def test_smallest_entropy_is_the_softmax_with_less_spread_computed_here():
 def test_a_step_for_a_layer_the_model_lacks_says_so(tiny):
     with pytest.raises(VizError, match="layer 9, head 1.*2 layers of 4 heads"):
         KINDS["attention_map"].build(tiny, TEXT, {**KINDS["attention_map"].params, "layer": 9})
+
+
+def test_largest_mirror_head_is_the_anti_diagonal_argmax_of_the_same_run_retrained_here():
+    from vizcore.finetune.tiny import TinyConfig, train_tiny
+
+    got = answer(None, "tiny_training", {"steps": 20}, {"answer": "largest", "series": "mirror"})
+    maps = train_tiny(TinyConfig(task="reverse", steps=20)).history.snapshots[-1][1]  # seeded: the same run
+    t = maps.shape[-1]
+    mirrored = np.array([[np.mean([maps[l, h, i, t - 1 - i] for i in range(t)]) for h in range(maps.shape[1])]
+                         for l in range(maps.shape[0])])
+    layer, head = np.unravel_index(np.argmax(mirrored), mirrored.shape)
+    assert got.right == f"layer {layer + 1}, head {head + 1}" and f"{mirrored.max():.2f}" in got.reason

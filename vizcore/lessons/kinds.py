@@ -366,6 +366,49 @@ def next_sentence(source: Source, text: str, params: Mapping) -> View:
                 numbers={"is_next": Number(result.is_next, "the model gives P(IsNext) = {value:.2f}")})
 
 
+# ---- lesson 7: fine-tuning (vizcore.finetune: a short live run, and the shipped MLM-tuned MiniLM) ------------------
+
+CHANGE_SENTENCES = ("The cat sat on the mat.", "Paris is the capital of France.",
+                    "She drank a cup of coffee every morning.", "The animal didn't cross the street because it was "
+                    "too tired.")
+
+
+def tiny_training(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.finetune.figures import tiny_accuracy_curve, tiny_attention_grid
+    from vizcore.finetune.tiny import TinyConfig, anti_diagonal_mass, example_digits, train_tiny
+
+    config = TinyConfig(task=str(params["task"]), steps=int(params["steps"])).validate()
+    result = train_tiny(config)
+    step, maps = result.history.snapshots[-1]  # [layer, head, query, key] on the example digits
+    labels = [f"layer {l + 1}, head {h + 1}" for l in range(maps.shape[0]) for h in range(maps.shape[1])]
+    mirror = np.array([anti_diagonal_mass(maps[l, h]) for l in range(maps.shape[0]) for h in range(maps.shape[1])])
+    return View(figures=[tiny_accuracy_curve(result.history.steps, config.steps),
+                         tiny_attention_grid(maps, example_digits(config), step)],
+                caption=f"Trained here, now: {config.steps} steps in {result.seconds:.1f} s.",
+                series={"mirror": Series(labels, mirror, "{label} puts {value:.2f} of its attention on the mirrored "
+                                         "position")},
+                numbers={"accuracy": Number(result.token_accuracy, "after training, {value:.0%} of the output "
+                                            "digits are right")})
+
+
+def head_change(source: Source, text: str, params: Mapping) -> View:
+    from vizcore.finetune.analysis import attention_change
+    from vizcore.finetune.figures import head_change_heatmap
+    from vizcore.model.catalog import DEFAULT_MODEL, MLM_MODEL
+
+    before, after = source.model("base", DEFAULT_MODEL), source.model("mlm", MLM_MODEL)
+    change = attention_change(before, after, (text, *CHANGE_SENTENCES))
+    js = change.js.astype(np.float64)  # [layer, head]
+    labels = [f"layer {l + 1}, head {h + 1}" for l in range(js.shape[0]) for h in range(js.shape[1])]
+    half = js.shape[0] // 2
+    return View(figures=[head_change_heatmap(js, "JS divergence (bits)", f"How far each head's attention moved: "
+                                             f"{before.name} → {after.name}")],
+                caption=f"Averaged over {change.sentences} sentences (the lesson's first).",
+                series={"heads": Series(labels, js.ravel(), "{label} changed most: {value:.2f} bits")},
+                numbers={"late_minus_early": Number(float(js[half:].mean() - js[:half].mean()),
+                                                    "the later layers moved {value:+.3f} bits more than the earlier")})
+
+
 # ---- lesson 8: the decoder (vizcore.decoder: the offline causal model) ------------------------------------------
 
 def next_token(source: Source, text: str, params: Mapping) -> View:
@@ -480,6 +523,8 @@ KINDS: dict[str, Kind] = {
     "masking": Kind(masking, {"seed": 0, "draws": 2000, "sentence": ""}, (), ("selected", "masked")),
     "fill_mask": Kind(fill, {"top_k": 5}, ("guesses",)),
     "next_sentence": Kind(next_sentence, {"first": "", "second": ""}, (), ("is_next",)),
+    "tiny_training": Kind(tiny_training, {"task": "reverse", "steps": 100}, ("mirror",), ("accuracy",)),
+    "head_change": Kind(head_change, {}, ("heads",), ("late_minus_early",)),
     "next_token": Kind(next_token, {"temperature": 1.0, "top_k": 0, "layer": 1, "head": 1}, ("plain",),
                        ("top_change", "kept", "later")),
     "translation": Kind(translation, {"show": "cross", "layer": 1, "head": 1, "output": 1}, ("cross_row", "heads")),
