@@ -107,10 +107,10 @@ def query_steps(source: Source, text: str, params: Mapping) -> View:
         figures=figures,
         caption=f"d_k = {d_k}, √d_k = {np.sqrt(d_k):.2f}. Recomputed from the weights; largest difference from "
                 f"the model's own weights: {steps.attention_diff:.1e}.",
-        series={"scores": Series(labels, rows["scores"], "{label} has the largest q·k, {value:.2f}"),
-                "weights": Series(labels, rows["weights"], f"head {head + 1} of layer {layer + 1} puts {{value:.2f}}"
-                                  f" of {labels[q]}'s attention on {{label}}"),
-                "contributions": Series(labels, norms, "{label}'s weighted value vector is the longest, "
+        series={"scores": Series(labels, rows["scores"], "‘{label}’ has the largest q·k, {value:.2f}"),
+                "weights": Series(labels, rows["weights"], f"head {head + 1} of layer {layer + 1} gives {{value:.2f}}"
+                                  f" of the attention of ‘{labels[q]}’ to ‘{{label}}’"),
+                "contributions": Series(labels, norms, "‘{label}’ has the longest weighted value vector, "
                                         "‖w·v‖ = {value:.2f}")},
         numbers={"d_k": Number(float(d_k), "each head has d_k = d / heads = {value:g} dimensions"),
                  "weight_sum": Number(float(rows["weights"].sum()), "the weights sum to {value:.4f}")})
@@ -168,8 +168,8 @@ def attention_map(source: Source, text: str, params: Mapping) -> View:
     row = run.attention[layer, head, q]
     later = float(np.triu(run.attention[layer, head], k=1).sum(-1).max())
     return View(figures=[_attention_figure(run, layer, head)],
-                series={"row": Series(labels, row, f"layer {layer + 1}, head {head + 1} puts {{value:.2f}} of "
-                                      f"{labels[q]}'s attention on {{label}}")},
+                series={"row": Series(labels, row, f"layer {layer + 1}, head {head + 1} gives {{value:.2f}} of "
+                                      f"the attention of ‘{labels[q]}’ to ‘{{label}}’")},
                 numbers={"later": Number(later, "a query gives up to {value:.2f} of its attention to later keys")})
 
 
