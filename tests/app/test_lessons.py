@@ -51,6 +51,26 @@ def test_every_step_of_every_lesson_opens_with_its_markers(new_app):
                 assert at.radio(key=f"lessons.choice.{lesson.id}.{number}").options, where
 
 
+def test_the_learners_own_sentence_is_used_by_every_step_or_a_step_says_what_it_needs(new_app):
+    """A sentence with no [MASK] and no date: the masked-LM, translator and padding steps say what they need (one
+    message, no traceback); every other step draws its view for the learner's sentence."""
+    at = new_app(PAGE, text="Birds sing.").run()
+    messages = set()
+    for lesson in LESSONS:
+        for number in range(1, len(lesson.steps) + 1):
+            at.session_state["lessons.lesson"] = lesson.id
+            at.session_state["lessons.step"] = number
+            at.run()
+            assert not at.exception and marker(at) == (lesson.id, number)
+            assert param(at, "text") == "Birds sing."
+            messages.update(e.value for e in at.error)
+            if not at.error:
+                assert at.get("plotly_chart") or at.get("arrow_data_frame")
+    assert messages == {"The text has no mask: type [MASK] where a word should be predicted.",
+                        "This sentence gives no alignment view: type a date in words, like the lesson's.",
+                        "Both sentences have the same number of tokens, so nothing is padded: make one of them longer."}
+
+
 def test_a_link_opens_lesson_x_at_step_n_on_its_sentence_and_the_buttons_move(new_app):
     at = new_app(PAGE, lesson="positions", step="3", text="A cat on a mat.").run()
     assert not at.exception and not at.warning
