@@ -270,10 +270,22 @@ def test_a_step_for_a_layer_the_model_lacks_says_so(tiny):
 def test_largest_mirror_head_is_the_anti_diagonal_argmax_of_the_same_run_retrained_here():
     from vizcore.finetune.tiny import TinyConfig, train_tiny
 
-    got = answer(None, "tiny_training", {"steps": 20}, {"answer": "largest", "series": "mirror"})
-    maps = train_tiny(TinyConfig(task="reverse", steps=20)).history.snapshots[-1][1]  # seeded: the same run
+    got = answer(None, "tiny_training", {"steps": 10}, {"answer": "largest", "series": "mirror"})
+    maps = train_tiny(TinyConfig(task="reverse", steps=10)).history.snapshots[-1][1]  # seeded: the same run
     t = maps.shape[-1]
     mirrored = np.array([[np.mean([maps[l, h, i, t - 1 - i] for i in range(t)]) for h in range(maps.shape[1])]
                          for l in range(maps.shape[0])])
     layer, head = np.unravel_index(np.argmax(mirrored), mirrored.shape)
     assert got.right == f"layer {layer + 1}, head {head + 1}" and f"{mirrored.max():.2f}" in got.reason
+
+
+def test_a_distilbert_models_parameters_fall_in_the_same_components(tiny_model_dir):
+    from vizcore.model.parameters import parameter_counts
+
+    model = load_model(str(tiny_model_dir("distilbert")), device="cpu").model
+    counts = parameter_counts(model)
+    c = model.config
+    assert set(counts) == {"embeddings", "attention Q, K, V", "attention output W_O", "LayerNorm", "feed-forward"}
+    assert counts["attention Q, K, V"] == c.n_layers * 3 * (c.dim * c.dim + c.dim)
+    assert counts["feed-forward"] == c.n_layers * (2 * c.dim * c.hidden_dim + c.hidden_dim + c.dim)
+    assert sum(counts.values()) == sum(p.numel() for p in model.parameters())

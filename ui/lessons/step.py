@@ -45,8 +45,6 @@ def _figures(view: View, key: str) -> None:
             st.plotly_chart(for_screen(figure), key=f"{key}.figure{i}", config=CHART)
         else:
             st.altair_chart(for_screen(figure), key=f"{key}.figure{i}")
-    for i, table in enumerate(view.tables):
-        st.dataframe(table, key=f"{key}.table{i}")
 
 
 def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> None:

@@ -38,11 +38,10 @@ class Number:
 
 @dataclass(frozen=True)
 class View:
-    """One step's live view: figures (plotly or altair objects, not displayed here), a table or two, a caption
-    in markdown, and the named series and numbers its question may read."""
+    """One step's live view: figures (plotly or altair objects, not displayed here), a caption in markdown, and
+    the named series and numbers its question may read."""
 
     figures: list[Any]
     caption: str = ""
     series: dict[str, Series] = field(default_factory=dict)
     numbers: dict[str, Number] = field(default_factory=dict)
-    tables: list[Any] = field(default_factory=list)  # pandas DataFrames
