@@ -124,3 +124,22 @@ def test_a_question_answered_right_and_wrong(new_app):
     at.button(key="lessons.check").click().run()
     assert not at.success and len(at.error) == 1
     assert "Not quite" in at.error[0].value and f"{row.max():.2f}" in shown(at.error[0].value)
+
+
+def test_the_learners_query_token_is_kept_from_step_to_step_and_decides_the_answer(new_app):
+    from ui.state import get_run
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    lesson = LESSONS[0]
+    run = get_run(DEFAULT_MODEL, "auto", lesson.sentence, None)
+    street = run.tokens.index("street")
+    at = new_app(PAGE, lesson=lesson.id, step="2").run()
+    at.selectbox(key="lessons.query").set_value(street).run()
+    at.button(key="lessons.next").click().run()
+    assert marker(at) == (lesson.id, 3) and at.selectbox(key="lessons.query").value == street
+    step = lesson.steps[2]
+    row = run.attention[step.params["layer"] - 1, step.params["head"] - 1, street]
+    right = f"{int(np.argmax(row))}: {run.tokens[int(np.argmax(row))]}"
+    at.radio(key=f"lessons.choice.{lesson.id}.3").set_value(right).run()
+    at.button(key="lessons.check").click().run()
+    assert len(at.success) == 1 and f"‘{street}: street’" in shown(at.success[0].value)

@@ -66,17 +66,14 @@ def frozen(params: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
 
 
 def go_to(lesson: str, step: int) -> None:
-    """Callback: open ``lesson`` at ``step`` (1-based); the step's own choices start afresh."""
+    """Callback: open ``lesson`` at ``step`` (1-based). Another lesson brings its own sentence and query token; the
+    query token the learner picked stays from step to step of one lesson; a check belongs to its step."""
     if lesson != st.session_state.get(KEY_LESSON) or KEY_TEXT not in st.session_state:
         st.session_state[KEY_TEXT] = get_lessons()[lesson].sentence
+        st.session_state.pop(KEY_QUERY, None)
     st.session_state[KEY_LESSON] = lesson
     st.session_state[KEY_STEP] = step
-    forget_step()
-
-
-def forget_step() -> None:
-    for key in (KEY_QUERY, KEY_CHECKED):
-        st.session_state.pop(key, None)
+    st.session_state.pop(KEY_CHECKED, None)
 
 
 def on_lesson_picked() -> None:
