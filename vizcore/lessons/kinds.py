@@ -10,7 +10,6 @@ positions itself: it calls ``vizcore.inside``, ``vizcore.attention``, ``vizcore.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 import numpy as np
@@ -48,9 +47,10 @@ def _labels(tokens: list[str]) -> list[str]:
     return token_labels(tokens)
 
 
-def _layer_head(run_or_model, params: Mapping) -> tuple[int, int]:
-    """The step's 1-based layer and head as 0-based indices, checked against the model on screen."""
-    layers, heads = run_or_model.num_layers, run_or_model.num_heads
+def _layer_head(shape: tuple[int, ...], params: Mapping) -> tuple[int, int]:
+    """The step's 1-based layer and head as 0-based indices, checked against ``shape`` (layers, heads, ...): the
+    attention of the model on screen."""
+    layers, heads = shape[:2]
     layer, head = int(params["layer"]), int(params["head"])
     if not (1 <= layer <= layers and 1 <= head <= heads):
         raise VizError(f"This step shows layer {layer}, head {head}; the model on screen has {layers} layers of "
@@ -80,7 +80,7 @@ def query_steps(source: Source, text: str, params: Mapping) -> View:
     from vizcore.plot import matrix_heatmap
 
     loaded, run = source.model(), source.run(text, hidden=True)
-    layer, head = _layer_head(loaded, params)
+    layer, head = _layer_head((loaded.num_layers, loaded.num_heads), params)
     steps = layer_steps(loaded, run, layer, head)
     q, labels, d_k = query_position(run.tokens, params), _labels(run.tokens), steps.q.shape[1]
     rows = {"scores": steps.scores[q], "scaled": steps.scaled[q], "weights": steps.weights[q]}
@@ -163,7 +163,7 @@ def _attention_figure(run: Run, layer: int, head: int, note: str = ""):
 
 def attention_map(source: Source, text: str, params: Mapping) -> View:
     run = source.run(text)
-    layer, head = _layer_head(run, params)
+    layer, head = _layer_head(run.attention.shape, params)
     q, labels = query_position(run.tokens, params), _labels(run.tokens)
     row = run.attention[layer, head, q]
     later = float(np.triu(run.attention[layer, head], k=1).sum(-1).max())
@@ -179,7 +179,7 @@ def padding(source: Source, text: str, params: Mapping) -> View:
     from vizcore.inside.demos import padding_demo
 
     loaded = source.model()
-    layer, head = _layer_head(loaded, params)
+    layer, head = _layer_head((loaded.num_layers, loaded.num_heads), params)
     demo = padding_demo(loaded, text, str(params["other"]), layer, head)
     tokens = demo.tokens[demo.short]
     labels = _labels(tokens)
@@ -202,7 +202,7 @@ def causal(source: Source, text: str, params: Mapping) -> View:
     from vizcore.plot import attention_heatmap
 
     loaded, run = source.model(), source.run(text, hidden=True)
-    layer, head = _layer_head(loaded, params)
+    layer, head = _layer_head((loaded.num_layers, loaded.num_heads), params)
     steps = layer_steps(loaded, run, layer, head)
     masked = causal_weights(steps.scaled)
     labels = _labels(run.tokens)
@@ -282,7 +282,7 @@ def block_part(source: Source, text: str, params: Mapping) -> View:
     from vizcore.plot import matrix_heatmap
 
     loaded, run = source.model(), source.run(text, hidden=True)
-    layer, _ = _layer_head(loaded, {"layer": params["layer"], "head": 1})
+    layer, _ = _layer_head((loaded.num_layers, loaded.num_heads), {"layer": params["layer"], "head": 1})
     steps = layer_steps(loaded, run, layer, 0)
     part = str(params["part"])
     matrix = getattr(steps, part)
@@ -422,8 +422,7 @@ def next_token(source: Source, text: str, params: Mapping) -> View:
     view = step_view(loaded, text, settings=settings)
     found = candidates(loaded, view, count=10)
     labels = _unique([shown(t) for t in found.tokens])
-    layer, head = _layer_head(SimpleNamespace(num_layers=view.attention.shape[0],
-                                              num_heads=view.attention.shape[1]), params)
+    layer, head = _layer_head(view.attention.shape, params)
     figures = [next_token_bars(found, settings, f"The next token after '{text}', temperature {settings.temperature:g}"),
                causal_mask_heatmap(view.attention[layer, head], view.tokens,
                                    f"{loaded.name}: its own causal attention, layer {layer + 1}, head {head + 1}")]
@@ -446,7 +445,7 @@ def translation(source: Source, text: str, params: Mapping) -> View:
 
     result = translate(text)
     run = result.run
-    layer, head = _layer_head(SimpleNamespace(num_layers=run.cross.shape[0], num_heads=run.cross.shape[1]), params)
+    layer, head = _layer_head(run.cross.shape, params)
     shown = str(params["show"])
     inputs, row = _labels(run.input_tokens), min(int(params["output"]) - 1, len(run.output_tokens) - 1)
     figures = {"cross": lambda: cross_attention_heatmap(run, layer, head),
@@ -473,7 +472,7 @@ def ablation(source: Source, text: str, params: Mapping) -> View:
     from vizcore.why.figures import before_after_bars
 
     loaded = source.model("mlm", MLM_MODEL)
-    layer, head = _layer_head(loaded, params)
+    layer, head = _layer_head((loaded.num_layers, loaded.num_heads), params)
     result = ablate_mlm(loaded, text, [(layer, head)])
     effect = result.masks[0]
     top = effect.compared[0]
