@@ -15,7 +15,7 @@ from ui.state import selection
 
 st.title("Lessons: the Transformer, step by step")
 lessons = page.lessons_or_stop()
-url_state.warn(url_state.read(page.link(lessons)))
+url_state.warn(url_state.read(page.LINK))
 lesson, number = page.settle(lessons)
 sel = selection()
 

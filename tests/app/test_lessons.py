@@ -90,7 +90,7 @@ def test_a_link_opens_lesson_x_at_step_n_on_its_sentence_and_the_buttons_move(ne
 def test_a_bad_link_is_reported_and_the_page_opens_on_the_first_lesson_and_step(new_app):
     at = new_app(PAGE, lesson="nonsense", step="2").run()
     assert not at.exception
-    assert any("lesson='nonsense' was not used" in w.value for w in at.warning)
+    assert any("lesson='nonsense' was not used: here it is one of attention, heads," in w.value for w in at.warning)
     assert marker(at) == (LESSONS[0].id, 2)
     at = new_app(PAGE, lesson="heads", step="99").run()
     assert any("step='99' was not used" in w.value and "1 to 4" in w.value for w in at.warning)

@@ -35,10 +35,10 @@ def lessons_or_stop() -> dict[str, Lesson]:
     return or_stop(get_lessons)
 
 
-def link(lessons: Mapping[str, Lesson]) -> url_state.Link:
-    return url_state.Link(PAGE, {"lesson": (KEY_LESSON, url_state.OneOf(tuple(lessons))),
-                                 "step": (KEY_STEP, url_state.Integer(1)),
-                                 "text": (KEY_TEXT, url_state.Text())})
+# The lesson's id is checked against the lesson files and the step against that lesson's steps where the page
+# settles them (``settle``): a bad one is reported and the first lesson or step opens instead.
+LINK = url_state.Link(PAGE, {"lesson": (KEY_LESSON, url_state.Choice()), "step": (KEY_STEP, url_state.Integer(1)),
+                             "text": (KEY_TEXT, url_state.Text())})
 
 
 class AppSource:
