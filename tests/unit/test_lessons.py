@@ -289,3 +289,33 @@ def test_a_distilbert_models_parameters_fall_in_the_same_components(tiny_model_d
     assert counts["attention Q, K, V"] == c.n_layers * 3 * (c.dim * c.dim + c.dim)
     assert counts["feed-forward"] == c.n_layers * (2 * c.dim * c.hidden_dim + c.hidden_dim + c.dim)
     assert sum(counts.values()) == sum(p.numel() for p in model.parameters())
+
+
+# ---- the command line: python -m vizcore lessons ------------------------------------------------------------
+
+def test_the_command_lists_the_course_and_refuses_a_broken_file_in_one_line(capsys, tmp_path):
+    import json
+
+    from tests.unit.test_cli_hostile import run_main
+
+    code, out, _ = run_main(capsys, "lessons")
+    assert code == 0 and [lesson["id"] for lesson in json.loads(out)["lessons"]] == COURSE
+    code, _, err = run_main(capsys, "lessons", "--file", str(write(tmp_path, GOOD_STEP * 2)))
+    assert code == 2 and err.strip() == ("error: python -m vizcore lessons: 01-x.toml: a lesson has 4 to 10 steps "
+                                         "([[steps]]); this one has 2.")
+
+
+def test_the_command_computes_each_questions_answer_on_the_model_given(capsys, tmp_path, tiny_bert_dir, tiny):
+    import json
+
+    from tests.unit.test_cli_hostile import run_main
+
+    question = '[steps.question]\ntext = "Which head?"\nanswer = "largest"\nseries = "heads"\n'
+    path = write(tmp_path, (GOOD_STEP + question) * 4)
+    code, out, _ = run_main(capsys, "lessons", "--file", str(path), "--answers", "--model", str(tiny_bert_dir),
+                            "--device", "cpu", "--text", TEXT)
+    steps = json.loads(out)["lessons"][0]["steps"]
+    a = tiny.run(TEXT).attention.astype(np.float64)
+    previous = np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(-1)  # [layer, head]: weight on the token before
+    layer, head = np.unravel_index(np.argmax(previous), previous.shape)
+    assert code == 0 and {s["question"]["right"] for s in steps} == {f"layer {layer + 1}, head {head + 1}"}
