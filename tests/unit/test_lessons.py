@@ -74,6 +74,8 @@ def write(tmp_path, body: str, name: str = "01-x.toml"):
     (GOOD_STEP * 3 + GOOD_STEP.replace("A claim.", "word " * 61), "01-x.toml, step 4: the claim has 61 words"),
     (GOOD_STEP * 3 + GOOD_STEP.replace("head_grid", "heatmapp"), "step 4: 'view' needs a kind"),
     (GOOD_STEP * 3 + GOOD_STEP.replace('stat = "previous"', "layers = 2"), "has no parameter layers"),
+    (GOOD_STEP * 3 + GOOD_STEP.replace('"head_grid", stat = "previous"', '"block_part", part = "ffn"'),
+     "step 4: the kind 'block_part' has no part 'ffn'; one of x, projected"),
     (GOOD_STEP * 3 + GOOD_STEP + '[steps.question]\ntext = "Q?"\nanswer = "guess"\n', "unknown answer function"),
     (GOOD_STEP * 3 + GOOD_STEP + '[steps.question]\ntext = "Q?"\nanswer = "largest"\n', "needs series"),
     (GOOD_STEP * 3 + GOOD_STEP + '[steps.question]\ntext = "Q?"\nanswer = "largest"\nseries = "row"\n',
@@ -319,3 +321,8 @@ def test_the_command_computes_each_questions_answer_on_the_model_given(capsys, t
     previous = np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(-1)  # [layer, head]: weight on the token before
     layer, head = np.unravel_index(np.argmax(previous), previous.shape)
     assert code == 0 and {s["question"]["right"] for s in steps} == {f"layer {layer + 1}, head {head + 1}"}
+
+
+def test_a_part_a_kind_does_not_draw_is_a_clear_error(tiny):
+    with pytest.raises(VizError, match="show 'logits' is not one of scores, scaled, weights, sum"):
+        KINDS["query_steps"].build(tiny, TEXT, {**KINDS["query_steps"].params, "show": "logits"})

@@ -39,6 +39,7 @@ class Kind:
     series: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
     query: bool = False  # the learner picks the query token (a selectbox of the sentence's tokens)
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # parameters that name a part of the view
 
 
 def _labels(tokens: list[str]) -> list[str]:
@@ -56,6 +57,14 @@ def _layer_head(shape: tuple[int, ...], params: Mapping) -> tuple[int, int]:
         raise VizError(f"This step shows layer {layer}, head {head}; the model on screen has {layers} layers of "
                        f"{heads} heads. Pick the default model in the sidebar.")
     return layer - 1, head - 1
+
+
+def _one_of(params: Mapping, name: str, options) -> str:
+    """A parameter that names one of ``options`` (a part of a view), or a VizError that lists them."""
+    value = str(params[name])
+    if value not in options:
+        raise VizError(f"This step's {name} '{value}' is not one of {', '.join(options)}.")
+    return value
 
 
 def query_position(tokens: list[str], params: Mapping) -> int:
@@ -84,10 +93,10 @@ def query_steps(source: Source, text: str, params: Mapping) -> View:
     steps = layer_steps(loaded, run, layer, head)
     q, labels, d_k = query_position(run.tokens, params), _labels(run.tokens), steps.q.shape[1]
     rows = {"scores": steps.scores[q], "scaled": steps.scaled[q], "weights": steps.weights[q]}
-    shown = str(params["show"])
+    shown = _one_of(params, "show", QUERY_PARTS)
     where = f"layer {layer + 1}, head {head + 1}, query {labels[q]}"
+    contributions = steps.weights[q][:, None] * steps.v  # (T, d_k): weight of key j times its value vector
     if shown == "sum":
-        contributions = steps.weights[q][:, None] * steps.v  # (T, d_k): weight of key j times its value vector
         figure = matrix_heatmap(contributions, f"Each key's weight × v, {where}", row_labels=labels,
                                 row_title="key", col_title="dimension of v")
         out = matrix_heatmap(steps.head_output[q], f"Their sum: the head's output for {labels[q]}",
@@ -102,7 +111,7 @@ def query_steps(source: Source, text: str, params: Mapping) -> View:
             figures.append(matrix_heatmap(rows["weights"], f"softmax: {labels[q]}'s attention weights",
                                           row_labels=[labels[q]], col_labels=labels, row_title="query",
                                           col_title="key", value_name="weight", scale=ATTENTION))
-    norms = np.linalg.norm(steps.weights[q][:, None] * steps.v, axis=1)
+    norms = np.linalg.norm(contributions, axis=1)
     return View(
         figures=figures,
         caption=f"d_k = {d_k}, √d_k = {np.sqrt(d_k):.2f}. Recomputed from the weights; largest difference from "
@@ -284,7 +293,7 @@ def block_part(source: Source, text: str, params: Mapping) -> View:
     loaded, run = source.model(), source.run(text, hidden=True)
     layer, _ = _layer_head((loaded.num_layers, loaded.num_heads), {"layer": params["layer"], "head": 1})
     steps = layer_steps(loaded, run, layer, 0)
-    part = str(params["part"])
+    part = _one_of(params, "part", BLOCK_PARTS)
     matrix = getattr(steps, part)
     labels = _labels(run.tokens)
     x_norm, attn_norm = np.linalg.norm(steps.x, axis=1), np.linalg.norm(steps.projected, axis=1)
@@ -438,6 +447,9 @@ def next_token(source: Source, text: str, params: Mapping) -> View:
 
 # ---- lesson 9: the whole Transformer (vizcore.seq2seq: the date translator) ---------------------------------------
 
+TRANSLATION_PARTS = ("encoder", "cross", "alignment")
+
+
 def translation(source: Source, text: str, params: Mapping) -> View:
     from vizcore.seq2seq.alignment import alignment_accuracy
     from vizcore.seq2seq.figures import alignment_accuracy_heatmap, cross_attention_heatmap, encoder_attention_heatmap
@@ -446,7 +458,7 @@ def translation(source: Source, text: str, params: Mapping) -> View:
     result = translate(text)
     run = result.run
     layer, head = _layer_head(run.cross.shape, params)
-    shown = str(params["show"])
+    shown = _one_of(params, "show", TRANSLATION_PARTS)
     inputs, row = _labels(run.input_tokens), min(int(params["output"]) - 1, len(run.output_tokens) - 1)
     figures = {"cross": lambda: cross_attention_heatmap(run, layer, head),
                "encoder": lambda: encoder_attention_heatmap(run, layer, head)}
@@ -508,7 +520,8 @@ def attribution(source: Source, text: str, params: Mapping) -> View:
 
 KINDS: dict[str, Kind] = {
     "query_steps": Kind(query_steps, {"layer": 1, "head": 1, "show": "weights", "query": ""},
-                        ("scores", "weights", "contributions"), ("d_k", "weight_sum"), query=True),
+                        ("scores", "weights", "contributions"), ("d_k", "weight_sum"), query=True,
+                        choices={"show": tuple(QUERY_PARTS)}),
     "scaling": Kind(scaling, {"d_k": 64}, ("entropy",), ("variance",)),
     "head_grid": Kind(head_grid, {"stat": "previous"}, ("heads",)),
     "attention_map": Kind(attention_map, {"layer": 1, "head": 1, "query": ""}, ("row",), ("later",), query=True),
@@ -517,7 +530,8 @@ KINDS: dict[str, Kind] = {
     "word_order": Kind(word_order, {"seed": 0}, (), ("without", "with")),
     "sinusoids": Kind(sinusoids, {"positions": 50, "d_model": 64, "offset": 5}, ("similarity",), ("offset_error",)),
     "learned_positions": Kind(learned_positions, {"positions": 40, "position": 10}, ("near",)),
-    "block_part": Kind(block_part, {"layer": 1, "part": "output"}, ("residual_share",), ("ffn_width", "mean_share")),
+    "block_part": Kind(block_part, {"layer": 1, "part": "output"}, ("residual_share",), ("ffn_width", "mean_share"),
+                       choices={"part": tuple(BLOCK_PARTS)}),
     "parameters": Kind(parameters, {}, ("components",), ("total",)),
     "masking": Kind(masking, {"seed": 0, "draws": 2000, "sentence": ""}, (), ("selected", "masked")),
     "fill_mask": Kind(fill, {"top_k": 5}, ("guesses",)),
@@ -526,7 +540,8 @@ KINDS: dict[str, Kind] = {
     "head_change": Kind(head_change, {}, ("heads",), ("late_minus_early",)),
     "next_token": Kind(next_token, {"temperature": 1.0, "top_k": 0, "layer": 1, "head": 1}, ("plain",),
                        ("top_change", "kept", "later")),
-    "translation": Kind(translation, {"show": "cross", "layer": 1, "head": 1, "output": 1}, ("cross_row", "heads")),
+    "translation": Kind(translation, {"show": "cross", "layer": 1, "head": 1, "output": 1}, ("cross_row", "heads"),
+                        choices={"show": TRANSLATION_PARTS}),
     "ablation": Kind(ablation, {"layer": 1, "head": 1}, ("attention",), ("drop", "same_top")),
     "attribution": Kind(attribution, {}, ("occlusion", "rollout")),
 }

@@ -117,6 +117,9 @@ def _step(table: object, where: str) -> Step:
         raise VizError(f"{where}: the kind '{kind}' has no parameter {', '.join(unknown)}; it takes "
                        f"{', '.join(KINDS[kind].params) or 'none'}.")
     params = {**KINDS[kind].params, **{k: v for k, v in view.items() if k != "kind"}}
+    for name, options in KINDS[kind].choices.items():
+        if params[name] not in options:
+            raise VizError(f"{where}: the kind '{kind}' has no {name} '{params[name]}'; one of {', '.join(options)}.")
     return Step(title=_text(table, "title", where), claim=claim, task=task, kind=kind, params=params,
                 question=_question(table.get("question"), kind, where))
 
