@@ -18,6 +18,7 @@ def main() -> None:
     st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
     pages = [
         st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+        st.Page("pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
         st.Page("pages/attention.py", title="Attention Explorer", icon=":material/grid_on:", url_path="attention"),
         st.Page("pages/inside.py", title="Attention, step by step", icon=":material/stairs:",
                 url_path="step-by-step"),

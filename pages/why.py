@@ -3,13 +3,13 @@
 Computation: vizcore/why/ (targets, ablation, importance, patching, attribution), vizcore/circuits/ (weight
 circuits) · figures: vizcore/why/figures.py, vizcore/circuits/figures.py · CLI: python -m vizcore ablate | patch |
 attribute (vizcore/why/cli.py), circuits (vizcore/circuits/cli.py)
-UI: ui/why/ (page: the context and the link; ablation, importance, patching, attribution, circuits: one part each)
+UI: ui/why/ (page: the context and the link; ablation, importance, patching, attribution, weights: one part each)
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.why import ablation, attribution, circuits, importance, patching
+from ui.why import ablation, attribution, importance, patching, weights
 from ui.why import page as why
 from ui.why.link import LINK
 
@@ -24,6 +24,6 @@ url_state.warn(url_state.read(LINK))
 part = why.choose_part()
 ctx = why.context(needs_mask=part in ("ablation", "attribution"))
 sections = {"ablation": ablation, "importance": importance, "patching": patching, "attribution": attribution,
-            "circuits": circuits}
+            "circuits": weights}
 params = sections[part].show(ctx) or {}
 url_state.write({"part": part, "word": ctx.masked_word, **params})

@@ -25,6 +25,7 @@ from vizcore.decoder import cli as decoder_cli
 from vizcore.embeddings import cli as embeddings_cli
 from vizcore.errors import VizError
 from vizcore.finetune import cli as finetune_cli
+from vizcore.lessons import cli as lessons_cli
 from vizcore.mlm import cli as mlm_cli
 from vizcore.model import cli as model_cli
 from vizcore.norms import cli as norms_cli
@@ -34,7 +35,7 @@ from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
 TOPICS = (model_cli, attention_cli, norms_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli,
-          circuits_cli, seq2seq_cli, embeddings_cli, corpus_cli)
+          circuits_cli, seq2seq_cli, embeddings_cli, corpus_cli, lessons_cli)
 
 
 class _Parser(argparse.ArgumentParser):

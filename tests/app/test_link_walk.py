@@ -18,6 +18,7 @@ from ui.corpus import page as corpus
 from ui.decoder import page as generate
 from ui.embeddings.link import LINK as EMBEDDINGS
 from ui.inside import page as inside
+from ui.lessons import page as lessons
 from ui.mlm.link import LINK as FILL_MASK
 from ui.positional import page as positional
 from ui.seq2seq import page as translate
@@ -26,6 +27,7 @@ from ui.why.link import LINK as WHY
 ROOT = Path(__file__).resolve().parents[2]
 LINKS = {
     "pages/home.py": layer_head.HOME_LINK,
+    "pages/lessons.py": lessons.LINK,
     "pages/attention.py": attention.LINK,
     "pages/inside.py": inside.LINK,
     "pages/positional.py": positional.LINK,

@@ -155,10 +155,10 @@ def test_the_followed_word_follows_the_models_answer_until_one_is_typed(new_app)
 
 
 def test_no_two_parts_read_the_same_link_parameter():
-    from ui.why import ablation, attribution, circuits, importance, patching
+    from ui.why import ablation, attribution, importance, patching, weights
 
     names = [{"part", "word"},
-             *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution, circuits))]
+             *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution, weights))]
     assert sum(len(n) for n in names) == len(set().union(*names)), names
 
 

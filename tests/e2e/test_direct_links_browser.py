@@ -37,7 +37,7 @@ SENTENCE = "The dog barked."
 MASKED = "The dog [MASK] at the cat."
 PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page's heading
 # The navigation's titles: short enough for the sidebar of a 1024 x 768 screen (the headings say more)
-TITLES = ["Home", "Attention Explorer", "Attention, step by step", "Positional encoding",
+TITLES = ["Home", "Lessons", "Attention Explorer", "Attention, step by step", "Positional encoding",
           "Pre-training: masked words", "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings",
           "Why?", "Corpus: many sentences"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"

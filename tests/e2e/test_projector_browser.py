@@ -13,9 +13,9 @@ import pytest
 
 from tests.e2e.conftest import ALLOWED_SCROLL, LAPTOP, MEASURE, _axe_source, screenshot, wait_until_idle
 
-PAGES = {"home": "", "attention": "attention", "step-by-step": "step-by-step", "positional": "positional",
-         "fill-mask": "fill-mask", "generate": "generate", "translate": "translate", "finetune": "finetune",
-         "embeddings": "embeddings", "why": "why", "corpus": "corpus"}
+PAGES = {"home": "", "lessons": "lessons", "attention": "attention", "step-by-step": "step-by-step",
+         "positional": "positional", "fill-mask": "fill-mask", "generate": "generate", "translate": "translate",
+         "finetune": "finetune", "embeddings": "embeddings", "why": "why", "corpus": "corpus"}
 BODY_PX, LABEL_PX, SMALLEST_PX = 24, 20, 16
 
 # Every text node the room can see (HTML and SVG: plotly's labels), with its size; the attention view's canvas

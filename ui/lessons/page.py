@@ -1,0 +1,93 @@
+"""The Lessons page's state, link and cached views.
+
+The current lesson and step live in ``lessons.lesson`` (the lesson's id) and ``lessons.step`` (1-based): every way
+of moving (the picker, the buttons, a link, and later a presenter's keys or a class following its teacher) sets
+those two keys and nothing else. The sentence is ``lessons.text``: the lesson's own until the learner types theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import streamlit as st
+
+from ui import state, url_state
+from ui.feedback import or_stop
+from vizcore.lessons.kinds import KINDS
+from vizcore.lessons.lesson import Lesson, load_lessons
+from vizcore.lessons.view import View
+
+PAGE = "lessons"
+KEY_LESSON = f"{PAGE}.lesson"
+KEY_STEP = f"{PAGE}.step"
+KEY_TEXT = f"{PAGE}.text"
+KEY_QUERY = f"{PAGE}.query"  # the query token's position, for steps whose kind lets the learner pick it
+KEY_CHECKED = f"{PAGE}.checked"  # (lesson, step, text, choice) of the last "Check"
+
+
+@st.cache_resource(show_spinner=False)
+def get_lessons() -> dict[str, Lesson]:
+    """Every lesson file, read and checked once per server (a broken file stops the page with its message)."""
+    return {lesson.id: lesson for lesson in load_lessons()}
+
+
+def lessons_or_stop() -> dict[str, Lesson]:
+    return or_stop(get_lessons)
+
+
+# The lesson's id is checked against the lesson files and the step against that lesson's steps where the page
+# settles them (``settle``): a bad one is reported and the first lesson or step opens instead.
+LINK = url_state.Link(PAGE, {"lesson": (KEY_LESSON, url_state.Choice()), "step": (KEY_STEP, url_state.Integer(1)),
+                             "text": (KEY_TEXT, url_state.Text())})
+
+
+class AppSource:
+    """Models and runs from the server's caches (``ui.state``): shared, read-only."""
+
+    def __init__(self, model: str, device: str) -> None:
+        self.name, self.device = model, device
+
+    def model(self, head: str = "base", name: str | None = None):
+        return state.get_model(name or self.name, self.device, head)
+
+    def run(self, text: str, hidden: bool = False):
+        return state.get_run(self.name, self.device, text, None, hidden)
+
+
+@st.cache_resource(show_spinner="Computing the step…", max_entries=64)
+def get_view(model: str, device: str, text: str, kind: str, params: tuple[tuple[str, object], ...]) -> View:
+    # cache_resource: a View holds figures that pages only read (for_screen draws a copy for the projector).
+    return KINDS[kind].build(AppSource(model, device), text, dict(params))
+
+
+def frozen(params: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    """A step's parameters as a hashable cache key (lists become tuples)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+def go_to(lesson: str, step: int) -> None:
+    """Callback: open ``lesson`` at ``step`` (1-based). Another lesson brings its own sentence and query token; the
+    query token the learner picked stays from step to step of one lesson; a check belongs to its step."""
+    if lesson != st.session_state.get(KEY_LESSON) or KEY_TEXT not in st.session_state:
+        st.session_state[KEY_TEXT] = get_lessons()[lesson].sentence
+        st.session_state.pop(KEY_QUERY, None)
+    st.session_state[KEY_LESSON] = lesson
+    st.session_state[KEY_STEP] = step
+    st.session_state.pop(KEY_CHECKED, None)
+
+
+def on_lesson_picked() -> None:
+    lesson = st.session_state[f"{PAGE}.picker"]
+    go_to(lesson, 1)
+
+
+def settle(lessons: Mapping[str, Lesson]) -> tuple[Lesson, int]:
+    """The lesson and step to show: the link's (a bad one reported, the first lesson or step instead), else the
+    session's, else the first lesson's first step; the sentence defaults to the lesson's."""
+    first = next(iter(lessons))
+    lesson_id = url_state.settle_choice(KEY_LESSON, list(lessons), first)
+    lesson = lessons[lesson_id]
+    step = url_state.settle(KEY_STEP, 1, 1, len(lesson.steps))
+    if not str(st.session_state.get(KEY_TEXT) or "").strip():
+        st.session_state[KEY_TEXT] = lesson.sentence
+    return lesson, step

@@ -1,0 +1,83 @@
+"""One step drawn: its claim, its live view, what to do, and its question with the reveal. ``draw_step`` is the one
+function that draws a step (a presenter's or a follower's page will call it too)."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from ui.feedback import CHART, or_none, plain
+from ui.layout import for_screen
+from ui.lessons.page import KEY_CHECKED, KEY_QUERY, PAGE, frozen, get_view
+from vizcore.errors import VizError
+from vizcore.lessons.answers import ANSWERS, Answer
+from vizcore.lessons.kinds import KINDS, query_position
+from vizcore.lessons.lesson import Lesson, Step
+from vizcore.lessons.view import View
+
+
+def _query_params(step: Step, model: str, device: str, text: str) -> dict:
+    """The step's parameters, with the query token the learner picked (a selectbox of the sentence's tokens)."""
+    params = dict(step.params)
+    if not KINDS[step.kind].query:
+        return params
+    from ui.state import get_run
+    from vizcore.inside.figures import token_labels
+
+    run = or_none(get_run, model, device, text, None)
+    if run is None:
+        return params
+    labels = token_labels(run.tokens)
+    default = query_position(run.tokens, params)
+    if not isinstance(st.session_state.get(KEY_QUERY), int) or not 0 <= st.session_state[KEY_QUERY] < len(labels):
+        st.session_state[KEY_QUERY] = default
+    params["query_index"] = st.selectbox("Query token (the word that asks)", range(len(labels)), key=KEY_QUERY,
+                                         format_func=labels.__getitem__)
+    return params
+
+
+def _figures(view: View, key: str) -> None:
+    if view.caption:
+        st.caption(view.caption)
+    for i, figure in enumerate(view.figures):
+        if hasattr(figure, "to_plotly_json"):
+            st.plotly_chart(for_screen(figure), key=f"{key}.figure{i}", config=CHART)
+        else:
+            st.altair_chart(for_screen(figure), key=f"{key}.figure{i}")
+
+
+def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> None:
+    question = step.question
+    try:
+        answer: Answer = ANSWERS[question.answer](view, question.params)
+    except VizError as error:
+        st.error(str(error))
+        return
+    st.subheader("Predict, then check")
+    where = (lesson.id, number, text)
+    choice = st.radio(question.text, answer.choices, index=None, key=f"{PAGE}.choice.{lesson.id}.{number}")
+    if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
+        st.session_state[KEY_CHECKED] = (*where, choice)
+    checked = st.session_state.get(KEY_CHECKED)
+    if checked and checked[:3] == where and checked[3] in answer.choices:
+        if answer.verdict(checked[3]):
+            st.success(f"Right: {plain(answer.right)}. The model's numbers: {plain(answer.reason)}.")
+        else:
+            st.error(f"Not quite: the answer is {plain(answer.right)}. The model's numbers: {plain(answer.reason)}.")
+
+
+def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -> None:
+    """Step ``number`` (1-based) of ``lesson`` on ``text``; the marker with ``data-lesson`` and ``data-step`` is
+    drawn last, once the step's view is on screen."""
+    step = lesson.steps[number - 1]
+    st.subheader(f"{number}. {step.title}")
+    st.markdown(plain(step.claim))
+    params = _query_params(step, model, device, text)
+    view = or_none(get_view, model, device, text, step.kind, frozen(params))
+    if view is not None:
+        _figures(view, f"{PAGE}.{lesson.id}.{number}")
+    st.markdown(f"**Your turn:** {plain(step.task)}")
+    if step.question is not None and view is not None:
+        _question(lesson, number, step, view, text)
+    st.html(f'<div class="lesson-step" data-lesson="{html.escape(lesson.id)}" data-step="{number}"></div>')

@@ -1,0 +1,153 @@
+"""Lesson files: the format, loading and the checks, with errors that name the file and the step.
+
+One TOML file per lesson in ``vizcore/lessons/data/`` (read with the stdlib ``tomllib``), in course order by
+file name (``01-attention.toml`` ...)::
+
+    id = "attention"                  # used in links: /lessons?lesson=attention&step=3
+    title = "One query's attention"
+    sentence = "The animal didn't cross the street because it was too tired."
+
+    [[steps]]
+    title = "Scores"
+    claim = "..."                     # one short claim, at most MAX_CLAIM_WORDS words
+    task = "..."                      # one thing to do
+    view = { kind = "query_steps", layer = 3, head = 1, show = "scores" }   # a kind of vizcore.lessons.kinds
+    [steps.question]                  # optional: predict, then reveal
+    text = "Which key gets the largest q·k?"
+    answer = "largest"                # a function of vizcore.lessons.answers, computed from the step's view
+    series = "scores"                 # that function's parameters (answers.REQUIRED)
+
+docs/LESSONS.md describes the format for authors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import tomllib
+
+from vizcore.errors import VizError
+from vizcore.lessons.answers import ANSWERS, REQUIRED
+from vizcore.lessons.kinds import KINDS
+
+DATA = Path(__file__).parent / "data"
+MIN_STEPS, MAX_STEPS = 4, 10
+MAX_CLAIM_WORDS = 60
+MAX_TASK_WORDS = 40
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    answer: str  # a name in answers.ANSWERS
+    params: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    claim: str
+    task: str
+    kind: str  # a name in kinds.KINDS
+    params: Mapping[str, object]  # the kind's defaults, overridden by the file
+    question: Question | None
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    sentence: str
+    steps: tuple[Step, ...]
+    path: Path
+
+
+def _text(table: Mapping, name: str, where: str) -> str:
+    value = table.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise VizError(f"{where}: '{name}' must be a non-empty string.")
+    return value.strip()
+
+
+def _words(text: str, limit: int, name: str, where: str) -> None:
+    count = len(text.split())
+    if count > limit:
+        raise VizError(f"{where}: the {name} has {count} words; at most {limit}.")
+
+
+def _question(table: object, kind: str, where: str) -> Question | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise VizError(f"{where}: 'question' must be a table.")
+    text, answer = _text(table, "text", where), _text(table, "answer", where)
+    if answer not in ANSWERS:
+        raise VizError(f"{where}: unknown answer function '{answer}'; one of {', '.join(ANSWERS)}.")
+    params = {k: v for k, v in table.items() if k not in ("text", "answer")}
+    missing = [name for name in REQUIRED[answer] if name not in params]
+    if missing:
+        raise VizError(f"{where}: the answer '{answer}' needs {', '.join(missing)}.")
+    spec = KINDS[kind]
+    if "series" in params and params["series"] not in spec.series:
+        raise VizError(f"{where}: the kind '{kind}' has no series '{params['series']}'; it has "
+                       f"{', '.join(spec.series) or 'none'}.")
+    if "number" in params and params["number"] not in spec.numbers:
+        raise VizError(f"{where}: the kind '{kind}' has no number '{params['number']}'; it has "
+                       f"{', '.join(spec.numbers) or 'none'}.")
+    if answer == "concept" and params["right"] not in params["choices"]:
+        raise VizError(f"{where}: the right choice '{params['right']}' is not among the choices.")
+    return Question(text=text, answer=answer, params=params)
+
+
+def _step(table: object, where: str) -> Step:
+    if not isinstance(table, dict):
+        raise VizError(f"{where}: a step must be a table.")
+    claim, task = _text(table, "claim", where), _text(table, "task", where)
+    _words(claim, MAX_CLAIM_WORDS, "claim", where)
+    _words(task, MAX_TASK_WORDS, "task", where)
+    view = table.get("view")
+    if not isinstance(view, dict) or view.get("kind") not in KINDS:
+        kind = view.get("kind") if isinstance(view, dict) else None
+        raise VizError(f"{where}: 'view' needs a kind, one of {', '.join(KINDS)} (got {kind!r}).")
+    kind = view["kind"]
+    unknown = [name for name in view if name != "kind" and name not in KINDS[kind].params]
+    if unknown:
+        raise VizError(f"{where}: the kind '{kind}' has no parameter {', '.join(unknown)}; it takes "
+                       f"{', '.join(KINDS[kind].params) or 'none'}.")
+    params = {**KINDS[kind].params, **{k: v for k, v in view.items() if k != "kind"}}
+    for name, options in KINDS[kind].choices.items():
+        if params[name] not in options:
+            raise VizError(f"{where}: the kind '{kind}' has no {name} '{params[name]}'; one of {', '.join(options)}.")
+    return Step(title=_text(table, "title", where), claim=claim, task=task, kind=kind, params=params,
+                question=_question(table.get("question"), kind, where))
+
+
+def load_lesson(path: Path) -> Lesson:
+    """One lesson file, checked; a VizError names the file (and the step) of any problem."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise VizError(f"{Path(path).name}: cannot read the lesson ({error}).") from error
+    name = Path(path).name
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not MIN_STEPS <= len(steps) <= MAX_STEPS:
+        count = len(steps) if isinstance(steps, list) else 0
+        raise VizError(f"{name}: a lesson has {MIN_STEPS} to {MAX_STEPS} steps ([[steps]]); this one has {count}.")
+    lesson_id = _text(data, "id", name)
+    if not lesson_id.isidentifier() or not lesson_id.islower():
+        raise VizError(f"{name}: the id '{lesson_id}' must be lower-case letters (it goes into links).")
+    return Lesson(id=lesson_id, title=_text(data, "title", name), sentence=_text(data, "sentence", name),
+                  steps=tuple(_step(step, f"{name}, step {i}") for i, step in enumerate(steps, 1)), path=Path(path))
+
+
+def load_lessons(folder: Path = DATA) -> list[Lesson]:
+    """Every lesson of ``folder``, in file-name order; ids must be unique."""
+    lessons = [load_lesson(path) for path in sorted(Path(folder).glob("*.toml"))]
+    seen: dict[str, str] = {}
+    for lesson in lessons:
+        if lesson.id in seen:
+            raise VizError(f"{lesson.path.name}: the id '{lesson.id}' is already used by {seen[lesson.id]}.")
+        seen[lesson.id] = lesson.path.name
+    return lessons
