@@ -29,6 +29,7 @@ import torch
 
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model.contract import check_layer_head
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import Capture, run
@@ -134,13 +135,6 @@ def layer_weights(loaded: LoadedModel, layer: int) -> LayerWeights:
         ffn_in=linear_from(block.ffn.lin1), ffn_out=linear_from(block.ffn.lin2),
         norm2=norm_from(block.output_layer_norm),
         num_heads=loaded.num_heads, activation=str(config.activation))
-
-
-def check_layer_head(loaded: LoadedModel, layer: int, head: int) -> None:
-    if not 0 <= layer < loaded.num_layers:
-        raise VizError(f"Layer {layer + 1} does not exist: '{loaded.name}' has layers 1 to {loaded.num_layers}.")
-    if not 0 <= head < loaded.num_heads:
-        raise VizError(f"Head {head + 1} does not exist: '{loaded.name}' has heads 1 to {loaded.num_heads}.")
 
 
 def activate(x: torch.Tensor, name: str) -> torch.Tensor:

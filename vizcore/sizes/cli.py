@@ -19,7 +19,7 @@ LENGTH_LIMIT = 4096
 
 def default_models() -> list[str]:
     from vizcore.model.catalog import BASE_MODEL, DEFAULT_MODEL
-    from vizcore.sizes.sizes import TINY_NAME
+    from vizcore.sizes import TINY_NAME
 
     return [DEFAULT_MODEL, BASE_MODEL, TINY_NAME]
 
@@ -56,7 +56,7 @@ def _sizes(args: argparse.Namespace) -> dict:
         raise VizError(f"Lengths must be 1 to {LENGTH_LIMIT} tokens; got {list(lengths)}.")
     if not 1 <= args.runs <= 50:
         raise VizError(f"--runs must be 1 to 50; got {args.runs}.")
-    from vizcore.sizes.sizes import COMPONENTS
+    from vizcore.sizes import COMPONENTS
 
     names = args.model or default_models()
     return {"components": list(COMPONENTS), "lengths": list(lengths),

@@ -29,11 +29,8 @@ from datetime import datetime, timezone
 import torch
 
 from vizcore.model import arch as archs
+from vizcore.sizes import COMPONENTS, LENGTHS, TINY_NAME
 
-COMPONENTS = ("embeddings", "attention_q", "attention_k", "attention_v", "attention_o", "feed_forward", "layernorm",
-              "heads")
-LENGTHS = (16, 128, 512)
-TINY_NAME = "tiny-transformer"  # vizcore/finetune/tiny.py's model, at the Fine-tuning lab's default size
 SENTENCE = "The animal didn't cross the street because it was too tired."
 
 
