@@ -268,22 +268,27 @@ def main_base(args: argparse.Namespace) -> None:
 
     before = uptime()
     tokenizer = AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[BASE_MODEL].source()))
-    cases = [("prose", 128, prose_of_length), ("prose", 512, prose_of_length), ("repeated", 512, text_of_length)]
     rows = []
-    server = start_server(args.port)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            for label, n, text_of in cases:
-                new = measure_renderer(browser, f"http://localhost:{args.port}", BASE_MODEL, text_of(tokenizer, n))
-                rows.append([f"12 x 12 MPNet, {label}", n, f"{new['load']:.2f}", f"{new['load_socket']:.2f}",
-                             f"{new['head_ms']:.0f}", f"{new['layer_ms']:.0f}", f"{new['head_mb']:.4f}",
-                             f"{new['layer_mb']:.3f}"])
-                print(rows[-1], flush=True)
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as folder:
+        big = random_bert_12x12(Path(folder))  # the section above's 12 x 12 row, again under this run's load
+        small = AutoTokenizer.from_pretrained(big)
+        cases = [(BASE_MODEL, "12 x 12 MPNet, prose", 128, prose_of_length(tokenizer, 128)),
+                 (BASE_MODEL, "12 x 12 MPNet, prose", 512, prose_of_length(tokenizer, 512)),
+                 (BASE_MODEL, "12 x 12 MPNet, repeated", 512, text_of_length(tokenizer, 512)),
+                 (big, "12 x 12 random BERT, repeated (baseline)", 512, text_of_length(small, 512))]
+        server = start_server(args.port)
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                for model, label, n, text in cases:
+                    new = measure_renderer(browser, f"http://localhost:{args.port}", model, text)
+                    rows.append([label, n, f"{new['load']:.2f}", f"{new['load_socket']:.2f}", f"{new['head_ms']:.0f}",
+                                 f"{new['layer_ms']:.0f}", f"{new['head_mb']:.4f}", f"{new['layer_mb']:.3f}"])
+                    print(rows[-1], flush=True)
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
     body = "\n\n".join([
         "## Attention Explorer on the base-size model: all-mpnet-base-v2 (bench/attention_page.py --base)",
         f"The renderer as measured in the section above (same definitions, same {SWITCHES} switches), on the "

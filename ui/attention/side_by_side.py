@@ -70,7 +70,7 @@ def size_table(rows: list[dict]) -> pd.DataFrame:
                   "d_k = d / heads": str(row["d_k"])}
         column |= {COMPONENT_LABELS[c]: _count(row["parameters"][c]) for c in COMPONENTS}
         column["total parameters"] = _count(row["total"])
-        column["memory (float32 parameters)"] = f"{row['memory_bytes'] / 2**20:,.1f} MB"
+        column["memory (parameters)"] = f"{row['memory_bytes'] / 2**20:,.1f} MiB"
         for n, ms in row["forward_ms"].items():
             column[f"forward, {n} tokens"] = "—" if ms is None else f"{ms:,.1f} ms"
         table[row["model"]] = column
