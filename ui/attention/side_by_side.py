@@ -83,12 +83,12 @@ def show_sizes(sel: Selection) -> None:
     rows = stored.get(names)
     label = "Measure again" if rows else "Count and time the models"
     if st.button(label, key=f"{PART}.measure",
-                 help="Loads each model (the base-size one is 438 MB) and times its forward pass on this machine."):
+                 help="Counts every model's parameters from its tensors and times a forward pass at "
+                      f"{', '.join(map(str, LENGTHS))} tokens on this machine: seconds, once (the base-size model "
+                      "is 438 MB to load), then kept with its date."):
         with st.spinner("Counting parameters and timing forward passes on one thread…"):
             rows = stored[names] = measure(names, sel.device)
     if not rows:
-        st.caption("Counts every model's parameters from its tensors and times a forward pass at "
-                   f"{', '.join(map(str, LENGTHS))} tokens on this machine (seconds, once; then kept with its date).")
         return
     dates = sorted({row["measured_at"] for row in rows if row.get("measured_at")})
     st.dataframe(size_table(rows), key=f"{PART}.table")
