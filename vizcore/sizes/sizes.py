@@ -143,7 +143,9 @@ def _ids_of_length(tokenizer, n: int, sentence: str) -> torch.Tensor:
 
 
 def forward_times(call_of_length, max_tokens: int, lengths=LENGTHS, runs: int = 3) -> dict[str, float | None]:
-    """Median milliseconds of ``call_of_length(n)()`` on one torch thread, per length (None above ``max_tokens``)."""
+    """Median milliseconds of ``call_of_length(n)()`` on one torch thread, per length (None above ``max_tokens``).
+    The thread count is the process's: another forward pass running meanwhile (another session of the app) also
+    gets one thread until this returns."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
