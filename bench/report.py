@@ -57,6 +57,13 @@ def load_note() -> str:
     return f"1-minute load average at the end: {load:.1f}{busy}"
 
 
+def uptime() -> str:
+    """``uptime``'s line (time, up, users, load averages 1/5/15 min): the load the other engineers put on the cores."""
+    import subprocess
+
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
 def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

@@ -1,8 +1,9 @@
 """Attention Explorer: every layer and head of the current sentence, in several views.
 
 Computation: vizcore/attention/ (extract, aggregate, head_stats, exports, html_views) · figures:
-vizcore/attention/figures.py, vizcore/plot.py · CLI: attention, head-stats, aggregate (vizcore/attention/cli.py)
-UI: ui/attention/ (page: the cached results, the link, the shared controls; views: one function per view);
+vizcore/attention/figures.py, vizcore/plot.py · CLI: attention, head-stats, aggregate (vizcore/attention/cli.py),
+sizes (vizcore/sizes/cli.py) · UI: ui/attention/ (page: the cached results, the link, the shared controls; views: one
+function per view; side_by_side: model sizes side by side, from vizcore/sizes/);
 the in-browser view: ui/attention_component.py (shared with Home)
 """
 
@@ -10,6 +11,7 @@ import streamlit as st
 
 from ui import layer_head, url_state
 from ui.attention import page as ua
+from ui.attention.side_by_side import show_sizes
 from ui.attention.views import show_view
 from ui.state import attention_or_stop, selection, warn_if_truncated
 from vizcore.attention.aggregate import PAIR_FILTERS, ViewOptions
@@ -47,3 +49,5 @@ options = ViewOptions(pair_filter=pair_filter if is_pair else "all", hide_specia
 
 ua.write_url()
 show_view(view, result, sel, layer, head, options)
+with st.expander("Model sizes side by side: parameters, memory, speed, every head"):
+    show_sizes(sel)

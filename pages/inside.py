@@ -59,7 +59,8 @@ warn_if_truncated(run)
 labels = token_labels(run.tokens)
 st.markdown(f"**{sel.model}** on the sentence in the sidebar ({len(run.tokens)} tokens). Each step below is "
             "computed here from the model's weights, then compared with what the model itself computes. "
-            "Supported: BERT-family encoders (BERT, RoBERTa, MiniLM: `encoder.layer`) and DistilBERT.")
+            "Supported: BERT-family encoders (BERT, RoBERTa, MiniLM: `encoder.layer`), MPNet (with its relative "
+            "position bias) and DistilBERT.")
 
 layer, head = layer_head(loaded.num_layers, loaded.num_heads)
 url_state.write({"layer": layer, "head": head})
@@ -107,6 +108,13 @@ def show_layer() -> None:
     st.subheader(f"4. Scaled by 1/√d_k = 1/√{d_k}")
     show_matrix(steps.scaled, f"QKᵀ / √{d_k}", f"{PAGE}.scaled", rows=labels, cols=labels, row_title="query",
                 col_title="key", value_name="score")
+    if steps.bias is not None:
+        st.subheader("4b. Relative position bias B added")
+        show_matrix(steps.bias, f"B, {hd}: one learned number per bucket of query − key", f"{PAGE}.bias",
+                    rows=labels, cols=labels, row_title="query", col_title="key", value_name="bias")
+        st.caption(f"{sel.model} adds this to the scaled scores of every layer: it is computed once per sentence "
+                   "from a table of 32 buckets × heads (exact offsets near the diagonal, logarithmic further away, "
+                   "one half for keys before the query, one for keys after). The Positional page shows the table.")
     st.subheader("5. Mask added")
     masked = steps.mask <= MASKED / 2
     st.dataframe(pd.DataFrame({"key": display_tokens(run.tokens),
@@ -115,7 +123,8 @@ def show_layer() -> None:
     st.caption("A padded key gets −∞ (in practice the most negative float32, −3.4e38) so its weight becomes 0. "
                "One sentence alone has no padding, so here every entry is 0; see the Masks tab for padding.")
     st.subheader("6. Row softmax: the attention weights A")
-    show_matrix(steps.weights, f"A = softmax(QKᵀ/√{d_k} + mask), {hd}", f"{PAGE}.weights", rows=labels,
+    formula = f"QKᵀ/√{d_k} + B + mask" if steps.bias is not None else f"QKᵀ/√{d_k} + mask"
+    show_matrix(steps.weights, f"A = softmax({formula}), {hd}", f"{PAGE}.weights", rows=labels,
                 cols=labels, row_title="query", col_title="key", value_name="weight", scale=ATTENTION)
     show_check("max |A − model's own weights|", steps.attention_diff)
     st.subheader("7. Head output A·V")
@@ -172,7 +181,7 @@ def show_masks() -> None:
         st.caption("Padded keys get −∞ before the softmax, so their columns are 0 and the real tokens' weights are "
                    "the same as without padding. (The [PAD] rows are computed but ignored.)")
     st.subheader("Causal (look-ahead) mask: what if BERT were a decoder")
-    causal = causal_weights(steps.scaled)
+    causal = causal_weights(steps.scaled if steps.bias is None else steps.scaled + steps.bias)
     left, right = st.columns(2)
     show_matrix(steps.weights, "Bidirectional, as BERT is", f"{PAGE}.bidir",
                 rows=labels, cols=labels, row_title="query", col_title="key", value_name="weight",

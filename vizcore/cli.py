@@ -31,11 +31,12 @@ from vizcore.model import cli as model_cli
 from vizcore.norms import cli as norms_cli
 from vizcore.positional import cli as positional_cli
 from vizcore.seq2seq import cli as seq2seq_cli
+from vizcore.sizes import cli as sizes_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
 TOPICS = (model_cli, attention_cli, norms_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli,
-          circuits_cli, seq2seq_cli, embeddings_cli, corpus_cli, lessons_cli)
+          circuits_cli, seq2seq_cli, embeddings_cli, corpus_cli, sizes_cli, lessons_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -304,3 +304,35 @@ def test_value_weighted_view_shows_weights_beside_what_they_move(explorer, refer
     residual = decode_plotly(plotly_traces(at, 4)[0]["z"])
     assert residual.shape == (reference.num_layers + 1, len(reference.tokens))
     assert param(at, "view") == "values"
+
+
+def test_model_sizes_are_measured_on_the_button_only_with_counts_and_grids(explorer, monkeypatch, tiny_model_dir):
+    from ui.attention import side_by_side as part
+    from vizcore.finetune.tiny import TinyConfig, TinyTransformer
+    from vizcore.model import install
+    from vizcore.model.loading import load_model
+
+    folder = str(tiny_model_dir("mpnet"))
+    monkeypatch.setattr(part, "compared_models", lambda selected: (folder, "all-mpnet-base-v2", "tiny-transformer"))
+    monkeypatch.setattr(part, "LENGTHS", (16, 100))
+    monkeypatch.setattr(install, "installed_folder", lambda spec=None: None)
+    measured = []
+    monkeypatch.setattr(part, "measure", lambda names, device, real=part.measure: measured.append(names) or
+                        real(names, device))
+    app = explorer()
+    assert not app.exception and not app.dataframe and not measured  # nothing measured on a rerun
+    app.button(key="attention.sizes.measure").click().run()
+    assert not app.exception and len(measured) == 1
+    table = app.dataframe[0].value
+    assert list(table.columns) == [folder, "all-mpnet-base-v2", "tiny-transformer"]
+    totals = [sum(p.numel() for p in model.parameters())
+              for model in (load_model(folder, device="cpu").model, TinyTransformer(TinyConfig()))]
+    assert table.loc["total parameters", folder] == f"{totals[0]:,}"
+    assert table.loc["total parameters", "tiny-transformer"] == f"{totals[1]:,}"
+    assert "install-model all-mpnet-base-v2" in table.loc["layers", "all-mpnet-base-v2"]
+    assert table.loc["forward, 100 tokens", folder] == "—" and table.loc["forward, 16 tokens", folder].endswith(" ms")
+    assert table.loc["d_k = d / heads", folder] == "8"
+    grid = renderer_payload(app, index=1)  # the Explorer's view first, then the open tab's grid
+    assert grid["initial"]["view"] == "grid" and (grid["numLayers"], grid["numHeads"]) == (2, 4)
+    rerun(app)
+    assert len(measured) == 1 and app.dataframe[0].value.equals(table)  # a rerun shows the cached measurement

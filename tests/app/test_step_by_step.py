@@ -158,3 +158,22 @@ def test_decoder_shows_its_own_causal_pattern(app, tiny_model_dir):
 def test_unknown_model_is_a_clear_message(app):
     set_shared(app, model_choice=OTHER_MODEL, model_other="/no/such/model")
     assert not app.exception and "does not exist" in app.error[0].value
+
+
+
+def test_mpnet_layer_shows_its_relative_bias_and_every_check_passes(app, tiny_model_dir):
+    import torch
+
+    folder = tiny_model_dir("mpnet")
+    set_shared(app, model_choice=OTHER_MODEL, model_other=str(folder))
+    shown = metrics(open_tab(app, "The layer, step by step"))
+    assert not app.exception and not app.error
+    checks = [label for label in shown if label.startswith("max |")]
+    assert len(checks) == 5 and all(float(shown[label]) <= 1e-5 for label in checks), shown
+    layer, head = default_head(2, 4)  # where the page opens for a 2 x 4 model (0-based here)
+    encoder = load_model(str(folder), device="cpu").model.base_model.encoder
+    bias = decode_plotly(chart(app, "step_by_step.bias")["data"][0]["z"])
+    with torch.no_grad():  # transformers' own bias for this many tokens
+        own = encoder.compute_position_bias(torch.zeros(1, len(bias), 1))[0, head].numpy()
+    np.testing.assert_allclose(bias, own, atol=1e-5)
+    assert "QKᵀ/√8 + B + mask" in chart(app, "step_by_step.weights")["layout"]["title"]["text"]

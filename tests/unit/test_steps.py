@@ -2,6 +2,7 @@
 model: tests/integration/test_steps.py)."""
 
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
@@ -69,3 +70,30 @@ def test_tiny_roberta_positions_start_after_padding_and_are_reproduced(tiny_bert
     parts = embedding_parts(loaded, run)
     assert parts.position_ids[0] == 2 and parts.max_abs_diff <= TOLERANCE
     assert layer_steps(loaded, run, 1, 1).output_diff <= TOLERANCE
+
+
+def test_tiny_mpnet_is_reproduced_with_its_relative_bias_added_in_every_layer(tiny_model_dir):
+    """MPNet: the same layer as BERT under other names, plus one (H, T, T) bias looked up once and added to every
+    layer's scaled scores; checked against transformers' own bias and forward pass."""
+    from vizcore.inside.demos import permutation_demo
+    from vizcore.inside.steps import additive_mask, layer_forward, layer_weights
+
+    loaded = load_model(str(tiny_model_dir("mpnet")), device="cpu")
+    run = run_model(loaded, "A tiny random MPNet, with a long-ish sentence to attend over.")
+    encoder = loaded.model.base_model.encoder
+    with torch.no_grad():
+        theirs = encoder.compute_position_bias(torch.zeros(1, len(run.tokens), 1))[0].double().numpy()  # (H, T, T)
+    for layer in range(loaded.num_layers):
+        for head in range(loaded.num_heads):
+            steps = layer_steps(loaded, run, layer, head)
+            assert steps.attention_diff <= TOLERANCE and steps.output_diff <= TOLERANCE, (layer, head)
+            np.testing.assert_allclose(steps.bias, theirs[head], atol=1e-6)
+    # Without the bias the same weights do not give the model's attention: the bias is really in it.
+    x = torch.from_numpy(run.hidden_states[1]).double()
+    unbiased = layer_forward(layer_weights(loaded, 1), x, additive_mask(torch.ones(len(run.tokens))))["attention"]
+    assert np.abs(unbiased.numpy() - run.attention[1]).max() > 1e-2
+    parts = embedding_parts(loaded, run)
+    assert parts.max_abs_diff <= TOLERANCE and parts.segment is None and parts.position_ids[0] == 2
+    # Word order: with neither absolute nor relative positions, a shuffle only shuffles the outputs.
+    demo = permutation_demo(loaded, run, seed=0)
+    assert demo.diff_without_positions < 1e-9 < demo.diff_with_positions

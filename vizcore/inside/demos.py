@@ -15,7 +15,14 @@ import numpy as np
 import torch
 
 from vizcore.errors import VizError
-from vizcore.inside.steps import additive_mask, embedding_parts, layer_forward, layer_weights, norm_from
+from vizcore.inside.steps import (
+    additive_mask,
+    embedding_parts,
+    layer_forward,
+    layer_weights,
+    norm_from,
+    position_bias,
+)
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import check_text, forward, model_inputs
@@ -169,15 +176,16 @@ def permutation_demo(loaded: LoadedModel, run: Run, seed: int = 0) -> Permutatio
     with_positions = torch.from_numpy(parts.normed)
     weights = [layer_weights(loaded, i) for i in range(loaded.num_layers)]
     mask = additive_mask(torch.ones(len(run.tokens)))
+    bias = position_bias(loaded, len(run.tokens))  # MPNet's relative positions: they go with the absolute ones
 
-    def encoder(x: torch.Tensor) -> torch.Tensor:
+    def encoder(x: torch.Tensor, positions: bool = True) -> torch.Tensor:
         for w in weights:
-            x = layer_forward(w, x, mask)["output"]
+            x = layer_forward(w, x, mask, bias if positions else None)["output"]
         return x
 
     idx = torch.from_numpy(order)
     # Without positions, shuffling the input rows only shuffles the output rows.
-    plain = encoder(no_positions[idx]) - encoder(no_positions)[idx]
+    plain = encoder(no_positions[idx], False) - encoder(no_positions, False)[idx]
     # With positions, words move but each slot keeps its position vector.
     shuffled_words = norm(torch.from_numpy(parts.word[order] + (segment[order] if parts.segment is not None else 0.0)
                                            + parts.position))

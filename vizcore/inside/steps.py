@@ -1,15 +1,19 @@
 """One encoder layer recomputed by hand from the model's own weights, step by step, in float64.
 
 Supported: post-LayerNorm BERT-family encoders, i.e. models whose layers live in ``encoder.layer``
-(BERT, RoBERTa, MiniLM, ELECTRA-style) and DistilBERT (``transformer.layer``). Decoders (GPT-2) and
-pre-LayerNorm models are refused with a clear message.
+(BERT, RoBERTa, MiniLM, ELECTRA-style), MPNet (the same layer under other names, plus a learned
+relative position bias) and DistilBERT (``transformer.layer``). Decoders (GPT-2) and pre-LayerNorm
+models are refused with a clear message.
 
 The layer, for input X of shape (T, d) and head h with d_k = d / H::
 
     Q = X W_Q + b_Q, K = X W_K + b_K, V = X W_V + b_V          (this head's d_k columns)
-    A = softmax(Q Kᵀ / √d_k + mask)                            (T, T), rows sum to 1
+    A = softmax(Q Kᵀ / √d_k + B_h + mask)                      (T, T), rows sum to 1
     heads = concat_h(A_h V_h) ;  attn = LN(heads W_O + b_O + X)
     out = LN(act(attn W_1 + b_1) W_2 + b_2 + attn)
+
+B_h is MPNet's relative position bias (0 for the others): one learned number per head and bucket of
+the offset query - key (32 buckets, T5's), looked up once per sentence and added in every layer.
 
 The recomputation uses only matrix products written here (never the model's modules), and is
 compared with the model's own attention weights and hidden states.
@@ -25,9 +29,11 @@ import torch
 
 from vizcore.errors import VizError
 from vizcore.model import arch as archs
+from vizcore.model.contract import check_layer_head
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import Capture, run
+from vizcore.positional.modern import model_relative_bias, relative_buckets
 
 MASKED = float(torch.finfo(torch.float32).min)  # what transformers adds for a masked key: "minus infinity"
 TOLERANCE = 1e-5  # recomputed vs the model's own numbers
@@ -80,12 +86,14 @@ def norm_from(module: torch.nn.LayerNorm) -> Norm:
 
 
 def architecture(loaded: LoadedModel) -> str:
-    """``bert`` (``encoder.layer``) or ``distilbert`` (``transformer.layer``); VizError otherwise."""
+    """``bert`` (``encoder.layer``), ``mpnet`` or ``distilbert`` (``transformer.layer``); VizError otherwise."""
     base = loaded.model.base_model
     config = loaded.model.config
     if loaded.is_decoder:
         raise VizError(f"'{loaded.name}' is a decoder: the step-by-step recomputation supports BERT-family "
-                       "encoders (BERT, RoBERTa, MiniLM, DistilBERT). Its causal pattern is shown under Masks.")
+                       "encoders (BERT, RoBERTa, MiniLM, MPNet, DistilBERT). Its causal pattern is shown under Masks.")
+    if getattr(config, "model_type", "") == "mpnet":
+        return "mpnet"
     if hasattr(getattr(base, "encoder", None), "layer") and hasattr(base.encoder.layer[0], "attention") \
             and hasattr(base.encoder.layer[0].attention, "self"):
         if getattr(config, "model_type", "") in ("albert", "xlm-roberta-xl") or getattr(config, "pre_norm", False):
@@ -94,7 +102,7 @@ def architecture(loaded: LoadedModel) -> str:
     if hasattr(getattr(base, "transformer", None), "layer") and config.model_type == "distilbert":
         return "distilbert"
     raise VizError(f"'{loaded.name}' ({getattr(config, 'model_type', '?')}) is not supported here: the "
-                   "step-by-step page recomputes BERT-family encoders (encoder.layer) and DistilBERT.")
+                   "step-by-step page recomputes BERT-family encoders (encoder.layer), MPNet and DistilBERT.")
 
 
 def layer_weights(loaded: LoadedModel, layer: int) -> LayerWeights:
@@ -111,6 +119,14 @@ def layer_weights(loaded: LoadedModel, layer: int) -> LayerWeights:
             out=linear_from(attention.output.dense), norm1=norm_from(attention.output.LayerNorm),
             ffn_in=linear_from(block.intermediate.dense), ffn_out=linear_from(block.output.dense),
             norm2=norm_from(block.output.LayerNorm), num_heads=loaded.num_heads, activation=str(config.hidden_act))
+    if kind == "mpnet":
+        block = base.encoder.layer[layer]
+        attention = block.attention
+        return LayerWeights(
+            query=linear_from(attention.attn.q), key=linear_from(attention.attn.k), value=linear_from(attention.attn.v),
+            out=linear_from(attention.attn.o), norm1=norm_from(attention.LayerNorm),
+            ffn_in=linear_from(block.intermediate.dense), ffn_out=linear_from(block.output.dense),
+            norm2=norm_from(block.output.LayerNorm), num_heads=loaded.num_heads, activation=str(config.hidden_act))
     block = base.transformer.layer[layer]
     attention = block.attention
     return LayerWeights(
@@ -119,13 +135,6 @@ def layer_weights(loaded: LoadedModel, layer: int) -> LayerWeights:
         ffn_in=linear_from(block.ffn.lin1), ffn_out=linear_from(block.ffn.lin2),
         norm2=norm_from(block.output_layer_norm),
         num_heads=loaded.num_heads, activation=str(config.activation))
-
-
-def check_layer_head(loaded: LoadedModel, layer: int, head: int) -> None:
-    if not 0 <= layer < loaded.num_layers:
-        raise VizError(f"Layer {layer + 1} does not exist: '{loaded.name}' has layers 1 to {loaded.num_layers}.")
-    if not 0 <= head < loaded.num_heads:
-        raise VizError(f"Head {head + 1} does not exist: '{loaded.name}' has heads 1 to {loaded.num_heads}.")
 
 
 def activate(x: torch.Tensor, name: str) -> torch.Tensor:
@@ -145,13 +154,26 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     return x.reshape(t, num_heads, d // num_heads).transpose(0, 1)
 
 
-def layer_forward(weights: LayerWeights, x: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Every intermediate of one layer for all heads. ``x`` (T, d) float64, ``mask`` (T, T) additive."""
+def position_bias(loaded: LoadedModel, length: int) -> torch.Tensor | None:
+    """The relative position bias every layer adds to its scores, ``(H, T, T)`` float64, or None when the model
+    has none. Computed once per sentence: head h's number for bucket(query - key), from the model's own table."""
+    table = model_relative_bias(loaded)  # (H, buckets)
+    if table is None:
+        return None
+    places = np.arange(length)
+    buckets = relative_buckets(places[:, None] - places[None, :], table.shape[1])  # (T, T)
+    return torch.from_numpy(table[:, buckets])
+
+
+def layer_forward(weights: LayerWeights, x: torch.Tensor, mask: torch.Tensor,
+                  bias: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Every intermediate of one layer for all heads. ``x`` (T, d) float64, ``mask`` (T, T) additive, ``bias``
+    (H, T, T) the relative position bias (MPNet) or None."""
     h = weights.num_heads
     q, k, v = (split_heads(lin(x), h) for lin in (weights.query, weights.key, weights.value))  # (H, T, d_k)
     scores = q @ k.transpose(1, 2)  # (H, T, T)
     scaled = scores / math.sqrt(q.shape[-1])
-    masked = scaled + mask
+    masked = scaled + (0.0 if bias is None else bias) + mask
     attention = torch.softmax(masked, dim=-1)  # (H, T, T)
     head_outputs = attention @ v  # (H, T, d_k)
     concat = head_outputs.transpose(0, 1).reshape(x.shape)  # (T, d)
@@ -191,6 +213,7 @@ class LayerSteps:
     v: np.ndarray
     scores: np.ndarray  # (T, T) Q Kᵀ
     scaled: np.ndarray  # (T, T) / √d_k
+    bias: np.ndarray | None  # (T, T) this head's relative position bias, added to the scaled scores (MPNet)
     mask: np.ndarray  # (T,) added to every row: 0 or MASKED per key
     weights: np.ndarray  # (T, T) softmax rows
     head_output: np.ndarray  # (T, d_k) A V
@@ -217,12 +240,14 @@ def layer_steps(loaded: LoadedModel, run: Run, layer: int, head: int) -> LayerSt
     weights = layer_weights(loaded, layer)
     x = torch.from_numpy(run.hidden_states[layer]).to(torch.float64)
     mask = additive_mask(torch.ones(len(run.tokens)))
-    parts = {name: value.numpy() for name, value in layer_forward(weights, x, mask).items()}
+    bias = position_bias(loaded, len(run.tokens))
+    parts = {name: value.numpy() for name, value in layer_forward(weights, x, mask, bias).items()}
     own = run.attention[layer]
     return LayerSteps(
         tokens=run.tokens, layer=layer, head=head, num_heads=weights.num_heads, x=x.numpy(),
         q=parts["q"][head], k=parts["k"][head], v=parts["v"][head], scores=parts["scores"][head],
-        scaled=parts["scaled"][head], mask=mask[0].numpy(), weights=parts["attention"][head],
+        scaled=parts["scaled"][head], bias=None if bias is None else bias[head].numpy(), mask=mask[0].numpy(),
+        weights=parts["attention"][head],
         head_output=parts["head_outputs"][head], concat=parts["concat"], projected=parts["projected"],
         attn_norm=parts["attn_norm"], ffn_hidden=parts["ffn_hidden"], ffn_out=parts["ffn_out"],
         output=parts["output"], model_weights=own[head], model_output=run.hidden_states[layer + 1],

@@ -40,3 +40,11 @@ def check_attention(attention: object, num_tokens: int | None = None, rows_sum_t
             raise VizError("Attention rows must each sum to 1 (softmax over keys); these do not. "
                            "Was the array transposed ([layer, head, key, query]) or are these raw scores?")
     return attention
+
+
+def check_layer_head(loaded, layer: int, head: int) -> None:
+    """``layer`` and ``head`` (0-based) exist in ``loaded`` (a ``LoadedModel``); the message counts from 1."""
+    if not 0 <= layer < loaded.num_layers:
+        raise VizError(f"Layer {layer + 1} does not exist: '{loaded.name}' has layers 1 to {loaded.num_layers}.")
+    if not 0 <= head < loaded.num_heads:
+        raise VizError(f"Head {head + 1} does not exist: '{loaded.name}' has heads 1 to {loaded.num_heads}.")

@@ -189,7 +189,7 @@ def pre_softmax_scores(loaded: LoadedModel, run: Run, layer: int) -> np.ndarray:
 
 def alibi_on_head(loaded: LoadedModel, run: Run, layer: int, head: int) -> AlibiOnHead:
     """What ALiBi's bias for head ``head`` (its slope among the model's heads) does to that head's attention."""
-    from vizcore.inside.steps import check_layer_head
+    from vizcore.model.contract import check_layer_head
 
     check_layer_head(loaded, layer, head)
     scores = pre_softmax_scores(loaded, run, layer)[head]

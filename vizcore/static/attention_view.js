@@ -500,12 +500,25 @@
       return both;
     }
 
+    // The indices of the k largest values, largest first, ties in index order (what a sort by value, then index,
+    // would put first), in one pass that keeps the k so far: sorting all 512 x 512 weights of a trained head
+    // took about 200 ms of every head switch (docs/BENCHMARKS.md, the base-size model).
+    function largest(values, k) {
+      const top = [];
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        if (top.length === k && !(v > values[top[k - 1]])) continue;
+        let j = top.length === k ? k - 1 : top.length;
+        while (j > 0 && values[top[j - 1]] < v) { top[j] = top[j - 1]; j--; }
+        top[j] = i;
+      }
+      return top;
+    }
+
     // The heatmap's text alternative: its TABLE_ROWS largest weights, largest first, as a table a screen
     // reader reads (query, key, weight); the canvas is a picture to it.
     function topWeights(m, rowLabels, colLabels) {
-      const R = m.rows.length, C = m.cols.length, order = [];
-      for (let i = 0; i < R * C; i++) order.push(i);
-      order.sort(function (a, b) { return m.values[b] - m.values[a] || a - b; });
+      const R = m.rows.length, C = m.cols.length, top = largest(m.values, Math.min(TABLE_ROWS, R * C));
       const hidden = element("div", "ib-sr");  // a table ignores a width below its content's: the box around it
       const table = element("table", "", hidden);
       element("caption", "", table).textContent = "Layer " + (state.layer + 1) + ", head " + (state.head + 1) +
@@ -517,7 +530,7 @@
         cell.textContent = name;
       });
       const body = element("tbody", "", table);
-      order.slice(0, TABLE_ROWS).forEach(function (i) {
+      top.forEach(function (i) {
         const row = element("tr", "", body), r = Math.floor(i / C), c = i % C;
         element("td", "", row).textContent = rowLabels[r];
         element("td", "", row).textContent = colLabels[c];
