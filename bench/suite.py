@@ -27,7 +27,8 @@ from pathlib import Path
 from bench.report import markdown_table, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-PHASES = [("ruff", re.compile(r"-m ruff check")), ("tests", re.compile(r"-m pytest "))]
+PHASES = [("ruff", re.compile(r"-m ruff check")), ("base model", re.compile(r"-m vizcore install-model")),
+          ("tests", re.compile(r"-m pytest "))]
 TIER_NAMES = ("unit", "integration", "app", "e2e")
 TIER_LINE = re.compile(r"^tier (\w+): (\d+) passed, (\d+) failed, ([\d.]+) s of test time, (\S+)")
 SUMMARY = re.compile(r"^=*\s*(\d+) passed(?:, (\d+) \w+)*.* in ([\d.]+)s")
@@ -74,12 +75,13 @@ def minutes(seconds: float | None) -> str:
 
 
 def report(runs: list[dict]) -> str:
-    header = ["run", "commit", "exit", "install", "ruff", "tests", "total", *TIER_NAMES, "load at start / end"]
+    header = ["run", "commit", "exit", "install", "ruff", "base model", "tests", "total", *TIER_NAMES,
+              "load at start / end"]
     rows = []
     for number, result in enumerate(runs, 1):
         times = result["times"]
         cells = [minutes(times.get(name)) + (f" ({result['counts'][name]})" if name in result["counts"] else "")
-                 for name in ("install", "ruff", "tests")]
+                 for name in ("install", "ruff", "base model", "tests")]
         tiers = [f"{t['span']} ({t['passed']}, {t['seconds']:.0f} s)" if (t := result["tiers"].get(name)) else "-"
                  for name in TIER_NAMES]
         rows.append([number, result["commit"], result["rc"], *cells, minutes(result["total"]), *tiers,
@@ -90,6 +92,7 @@ def report(runs: list[dict]) -> str:
         f"{len(runs)} run(s) in a row, each a fresh `git clone` of the commit named, then `bash .ci/run` (= `make "
         f"test`), on {os.cpu_count()} cores. Phases by wall clock, m:ss (tests passed); the install creates the venv "
         "with uv from an empty cache (one resolve of requirements-test.txt, downloaded again) and checks Chromium; "
+        "the base model is installed once per machine (its folder is found again in a second); "
         "the tests are one pytest session of the four tiers on three processes. Per tier: when its first test began "
         "and its last ended (m:ss into the session; the tiers' files are interleaved, tests/conftest.py), its tests "
         "passed, and its tests' summed time over the processes. "
