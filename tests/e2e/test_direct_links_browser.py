@@ -53,11 +53,11 @@ CASES = {
     "step-by-step": ("/step-by-step", {"text": SENTENCE}, "Attention, step by step", "Attention, step by step",
                      HEATMAP),
     "positional": ("/positional", {"text": SENTENCE}, "Positional encoding", "Positional encoding", HEATMAP),
-    "fill-mask": ("/fill-mask", {"masked": MASKED}, TITLES[4], PRETRAINING, BARS),
+    "fill-mask": ("/fill-mask", {"masked": MASKED}, "Pre-training: masked words", PRETRAINING, BARS),
     "finetune": ("/finetune", {"text": SENTENCE}, "Fine-tuning lab", "Fine-tuning lab",
                  '[data-testid="stButton"] button:has-text("Train")'),
     "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),
-    "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, TITLES[-1],
+    "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, "Corpus: many sentences",
                "Corpus: what the heads do over many sentences", HEATMAP),
 }
 
