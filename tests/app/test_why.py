@@ -138,7 +138,7 @@ def test_patching_shows_the_identities_and_refuses_unequal_lengths(new_app):
     ranks = [np.argsort(np.argsort(decode_plotly(chart(at, key)["data"][0]["z"]).ravel(), kind="stable"))
              for key in ("why.patching.heads", "why.patching.estimate_heads")]
     assert metrics(at)["Spearman ρ, heads"] == f"{np.corrcoef(*ranks)[0, 1]:.2f}"
-    assert " s / " in metrics(at)["Time: exact / estimate"]
+    assert metrics(at)["Time, estimate"].endswith(" s") and metrics(at)["Time, exact sweep"].endswith(" s")
     at.text_input(key="why.patching.corrupt").set_value("The capital of the United Kingdom is [MASK].").run()
     assert not at.exception
     assert at.error and "same number of tokens" in at.error[0].value and "'kingdom'" in at.error[0].value

@@ -99,16 +99,18 @@ def _show_estimate(ctx: WhyContext, values: dict[str, str], exact: PatchingResul
     estimate = or_stop(get_estimate, ctx.model, ctx.device, values["clean"], values["corrupt"], values["answer"],
                        values["contrast"])
     together = agreement(exact, estimate)
-    columns = st.columns(4)
-    columns[0].metric("Spearman ρ, states × positions", _number(together.spearman_states),
-                      help="Rank correlation of the estimate with the exact sweep over every state × position")
-    columns[1].metric("Spearman ρ, heads", _number(together.spearman_heads))
-    columns[2].metric(f"Top-{TOP_K} overlap (states / heads)",
-                      f"{together.overlap_states:.0%} / {together.overlap_heads:.0%}",
-                      help=f"The share of the {TOP_K} largest effects (by size) of the exact sweep that are among "
-                           f"the estimate's {TOP_K} largest")
-    columns[3].metric("Time: exact / estimate", f"{exact.seconds:.2f} s / {estimate.seconds:.2f} s",
-                      help="Measured when each was computed (the page keeps the results: a second look is free)")
+    first, second = st.columns(3), st.columns(3)
+    first[0].metric("Spearman ρ, states × positions", _number(together.spearman_states),
+                    help="Rank correlation of the estimate with the exact sweep over every state × position")
+    first[1].metric("Spearman ρ, heads", _number(together.spearman_heads))
+    top = (f"The share of the exact sweep's {TOP_K} largest effects (by size) that are among the estimate's "
+           f"{TOP_K} largest")
+    second[0].metric(f"Top-{TOP_K} overlap, states", f"{together.overlap_states:.0%}", help=top)
+    second[1].metric(f"Top-{TOP_K} overlap, heads", f"{together.overlap_heads:.0%}", help=top)
+    timing = ("Measured when it was computed (the page keeps results, so a second look is free; the first "
+              "computation after the server starts includes warming up)")
+    first[2].metric("Time, exact sweep", f"{exact.seconds:.2f} s", help=timing)
+    second[2].metric("Time, estimate", f"{estimate.seconds:.2f} s", help=timing)
     st.plotly_chart(for_screen(patching_heatmap(estimate.recovered, estimate.clean_tokens, estimate.corrupt_tokens,
                                                 "Estimated recovered share (first order): state × position")),
                     key="why.patching.estimate_states", config=CHART)

@@ -279,10 +279,11 @@ def attribution_tree_figure(edges: Sequence, tokens: list[str], layers: int, roo
                                  marker={"size": 14, "color": "rgba(0,0,0,0)"}, showlegend=False,
                                  hovertemplate=middle + "<extra></extra>"))
     xs, ys = zip(*sorted(nodes))
+    # Tokens are named on the axis only: a label beside each node ran into its neighbours' at 1024 px.
     fig.add_trace(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=[labels[x] for x in xs], textposition="middle right",
-        textfont={"size": TICK_FONT_SIZE}, marker={"size": 12, "color": "white", "line": {"color": "#111", "width": 2}},
-        hovertemplate="%{text}<extra></extra>", showlegend=False))
+        x=xs, y=ys, mode="markers", customdata=[labels[x] for x in xs], showlegend=False,
+        marker={"size": 12, "color": "white", "line": {"color": "#111", "width": 2}},
+        hovertemplate="%{customdata}<extra></extra>"))
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-45,
                      range=[-0.6, len(labels) - 0.2], tickfont={"size": TICK_FONT_SIZE}, showgrid=True)
     fig.update_yaxes(tickmode="array", tickvals=list(range(layers + 1)), range=[-0.4, layers + 0.4],
