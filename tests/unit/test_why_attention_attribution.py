@@ -1,6 +1,6 @@
 """Attention attribution (Hao et al. 2021): completeness per layer, the attributions against a BERT forward
-written here by hand (its own attention, replaced by αA in one layer), the tree's greedy construction, and the
-command's JSON."""
+written here by hand (its own attention, replaced by αA in one layer), the tree's greedy construction, a
+fine-tuned classifier's class against a hand-hooked zero attention, and the command's JSON."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ import torch
 
 from tests.unit.test_fill_mask_cli import run_cli
 from vizcore.errors import VizError
+from vizcore.finetune.training import FinetuneConfig, FinetuneResult, History, new_classifier
 from vizcore.model.loading import load_model
-from vizcore.why.attention_attribution import Edge, attention_attribution, attribution_tree
+from vizcore.why.attention_attribution import (
+    Edge,
+    attention_attribution,
+    attribution_tree,
+    class_attention_attribution,
+)
 
 TEXT = "The capital of France is [MASK]."
 
@@ -83,11 +89,11 @@ def test_the_tree_grows_down_from_the_root_through_edges_above_the_threshold():
     attributions[0, 0, 0, 2] = 2.0  # layer 0: 0 (reached at layer 1) reads 2
     attributions[0, 0, 3, 1] = 0.9  # 3 is still in the tree: 0.45 of the max is kept
     attributions[0, 0, 1, 2] = 2.0  # 1 never joined the tree
-    edges = attribution_tree(attributions, root=3, threshold=0.4)
+    edges = attribution_tree(attributions, roots=3, threshold=0.4)
     assert edges == [Edge(1, 3, 0, 1.0, 1.0), Edge(0, 0, 2, 2.0, 1.0), Edge(0, 3, 1, 0.9, 0.45)]
-    assert attribution_tree(attributions, root=3, threshold=0.5) == edges[:2]
+    assert attribution_tree(attributions, roots=3, threshold=0.5) == edges[:2]
     with pytest.raises(VizError, match="fraction"):
-        attribution_tree(attributions, root=3, threshold=0)
+        attribution_tree(attributions, roots=3, threshold=0)
 
 
 def test_a_model_with_its_own_attention_is_refused_with_a_sentence(tiny_mlm_dir):
@@ -110,3 +116,40 @@ def test_the_command_writes_the_fixed_fields_and_refuses_a_layer_out_of_range(ca
     code, out, err = run_cli(capsys, "attention-attribution", "--text", TEXT, "--model", folder, "--layer", "4",
                              "--format", "json")
     assert code == 2 and "--layer must be between 1 and 3" in err and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def finetuned(tiny_bert_dir) -> FinetuneResult:
+    loaded = load_model(str(tiny_bert_dir), device="cpu")
+    config = FinetuneConfig(mode="full", pooling="cls")
+    classifier = new_classifier(loaded, 3, config).eval()
+    return FinetuneResult(model=classifier, tokenizer=loaded.tokenizer, label_names=("neg", "neu", "pos"),
+                          config=config, history=History(), steps_done=0, total_steps=0, stopped=False, seconds=0.0,
+                          trainable_parameters=0, total_parameters=0, model_name="tiny")
+
+
+def test_a_classifier_s_class_is_complete_per_layer_against_a_hand_hooked_zero_attention(finetuned):
+    sentence, label = "The film was long but the ending was wonderful.", 2
+    result = class_attention_attribution(finetuned, sentence, label, steps=50)
+    classifier, ids = finetuned.classifier, torch.tensor([finetuned.tokenizer(sentence)["input_ids"]])
+
+    def probability(hook=None) -> float:  # the class probability, with one hand-written hook
+        handle = hook() if hook else None
+        try:
+            with torch.no_grad():
+                hidden = classifier.encoder(input_ids=ids).last_hidden_state
+                return float(classifier.head(hidden[:, 0]).softmax(-1)[0, label])
+        finally:
+            if handle is not None:
+                handle.remove()
+
+    def zero_attention(layer: int):  # every probability 0: the heads' context is 0
+        module = classifier.encoder.encoder.layer[layer].attention.self
+        return lambda: module.register_forward_hook(lambda m, i, out: (torch.zeros_like(out[0]), *out[1:]))
+
+    assert result.f_input == pytest.approx(probability(), rel=1e-5) and result.answer == "pos"
+    assert result.mask_index is None and result.roots == (0,)  # cls pooling: the tree starts at [CLS]
+    for layer in range(classifier.encoder.config.num_hidden_layers):
+        delta = result.f_input - probability(zero_attention(layer))
+        assert abs(result.layer_sums[layer] - delta) <= 0.01 * abs(delta), layer
+    assert all(edge.query == 0 for edge in result.tree() if edge.layer == len(result.f_zero) - 1)

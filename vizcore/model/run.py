@@ -278,15 +278,20 @@ class _Recorder:
         return self.blocks[index - 1]
 
     def attention_modules(self) -> list[torch.nn.Module]:
-        """Each block's self-attention module: the one that calls transformers' attention function."""
-        attn = self.stack.self_attention
-        return [archs.get(block, (attn.query or attn.qkv).rpartition(".")[0]) for block in self.blocks]
+        return attention_modules(self.loaded.model)
 
     def stacked(self, name: str) -> np.ndarray | None:
         parts = self.read[name]
         if not parts:
             return None
         return torch.stack([parts[i] for i in range(len(self.blocks))]).float().cpu().numpy()
+
+
+def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """Each block's self-attention module: the one that calls transformers' attention function."""
+    arch = archs.arch_of(model)
+    attn = arch.stacks[arch.main_stack].self_attention
+    return [archs.get(block, (attn.query or attn.qkv).rpartition(".")[0]) for block in archs.blocks(model)]
 
 
 def _rows(rows: tuple[int, ...] | None, batch: int, what: str) -> list[int] | slice:
@@ -348,17 +353,18 @@ def hidden_state_hooks(loaded: LoadedModel, function: Callable[[int, torch.Tenso
 
 
 @contextmanager
-def attention_edit(loaded: LoadedModel, function: sink.WeightEdit) -> Iterator[None]:
+def attention_edit(model: torch.nn.Module, function: sink.WeightEdit) -> Iterator[None]:
     """For the forward passes inside the ``with`` (this thread's only): layer i's attention probabilities
-    ``(B, H, T, T)`` become ``function(i, weights)`` before they multiply the values. The probabilities are
-    made inside transformers' attention function, not by a module, so this is the one change that is not a
-    module hook: the attention function this project registers (``vizcore.model.sink``) applies it.
-    VizError for a model loaded without it (DistilBERT, GPT-2: their attention is their own)."""
-    if getattr(loaded.model.config, "_attn_implementation", None) != sink.IMPLEMENTATION:
-        raise VizError(f"'{loaded.name}' computes attention its own way, so its attention probabilities cannot be "
-                       "changed here: choose a BERT-family model (BERT, RoBERTa, ELECTRA, MiniLM).")
-    modules = _Recorder(loaded, Capture(hidden=False), (), ()).attention_modules()
-    with sink.edit_weights(modules, function):
+    ``(B, H, T, T)`` in ``model`` (a loaded model, or the encoder of a classifier built around a copy of one)
+    become ``function(i, weights)`` before they multiply the values. The probabilities are made inside
+    transformers' attention function, not by a module, so this is the one change that is not a module hook:
+    the attention function this project registers (``vizcore.model.sink``) applies it. VizError for a model
+    loaded without it (DistilBERT, GPT-2: their attention is their own)."""
+    if getattr(model.config, "_attn_implementation", None) != sink.IMPLEMENTATION:
+        raise VizError(f"'{getattr(model.config, 'model_type', 'this model')}' computes attention its own way, so "
+                       "its attention probabilities cannot be changed here: choose a BERT-family model (BERT, "
+                       "RoBERTa, ELECTRA, MiniLM).")
+    with sink.edit_weights(attention_modules(model), function):
         yield
 
 

@@ -1,9 +1,10 @@
 """Attention attribution (Hao, Dong, Wei & Xu, "Self-Attention Attribution", AAAI 2021).
 
 Integrated gradients over the attention probabilities instead of the input. For layer ``l`` with
-attention ``A`` ``[H, T, T]`` (every head), ``F(αA)`` is the masked-LM answer's probability at the
-mask when layer ``l``'s probabilities are replaced by ``αA`` (the other layers compute theirs as
-usual, as in the paper's code), and
+attention ``A`` ``[H, T, T]`` (every head), ``F(αA)`` is the output explained (the masked-LM answer's
+probability at the mask, or a fine-tuned classifier's class probability: the targets of
+``vizcore.why.attribution``) when layer ``l``'s probabilities are replaced by ``αA`` (the other layers
+compute theirs as usual, as in the paper's code), and
 
     Attr(A) = A ⊙ ∫_0^1 ∂F(αA)/∂A dα  ≈  A ⊙ (1/m) Σ_k ∂F(α_k A)/∂A,   α_k = (k − ½)/m
 
@@ -14,9 +15,10 @@ Completeness: ``Σ_{h,q,k} Attr = F(A) − F(0·A)`` for each layer, up to the s
 * heads are ranked by the maximum of their attribution over (query, key), the paper's I_h;
 * the attribution tree (the paper's Section 4.3): per layer, the attributions summed over heads,
   ``[T, T]`` (query, key); edges at or above ``threshold`` x that layer's maximum are kept; from the
-  mask at the top, layer by layer down, an edge is added when its query is already in the tree (a
-  token is in the tree at a layer when it is at the layer above: the residual carries it), and its key
-  joins the tree. Edges from a token to itself are left out (the residual already carries it).
+  positions F reads at the top (the mask; a classifier's [CLS], or every token it mean-pools), layer
+  by layer down, an edge is added when its query is already in the tree (a token is in the tree at a
+  layer when it is at the layer above: the residual carries it), and its key joins the tree. Edges
+  from a token to itself are left out (the residual already carries it).
 """
 
 from __future__ import annotations
@@ -27,12 +29,10 @@ import numpy as np
 import torch
 
 from vizcore.errors import VizError
-from vizcore.mlm.fill_mask import decode_token
+from vizcore.finetune.training import FinetuneResult
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import attention_edit
-from vizcore.model.run import forward as core_forward
-from vizcore.why.attribution import MAX_STEPS, MAX_TOKENS, batch_rows
-from vizcore.why.targets import MaskedInput, mask_logits, masked_input, word_id
+from vizcore.why.attribution import MAX_STEPS, Target, answer_target, batch_rows, class_target
 
 DEFAULT_STEPS = 20  # the fewest of 5, 10, 20, 50 with every layer's gap under 1 % on the examples (docs/WHY.md)
 DEFAULT_THRESHOLD = 0.4  # the paper's τ for the tree, a fraction of each layer's largest edge
@@ -51,8 +51,9 @@ class Edge:
 class AttentionAttribution:
     model: str
     tokens: list[str]
-    answer: str
-    mask_index: int
+    answer: str  # the answer word, or the class name
+    mask_index: int | None  # None for a classifier
+    roots: tuple[int, ...]  # the positions F reads: where the tree starts
     steps: int
     attention: np.ndarray  # float32 [L, H, T, T]
     attributions: np.ndarray  # float32 [L, H, T, T]
@@ -89,12 +90,12 @@ class AttentionAttribution:
                 if int(i // scores.shape[1]) in self.layers]
 
     def tree(self, threshold: float = DEFAULT_THRESHOLD) -> list[Edge]:
-        return attribution_tree(self.attributions, self.mask_index, threshold)
+        return attribution_tree(self.attributions, self.roots, threshold)
 
     def to_dict(self, threshold: float = DEFAULT_THRESHOLD) -> dict:
         delta = self.f_input - self.f_zero
         return {"model": self.model, "tokens": list(self.tokens), "target": {"token": self.answer,
-                "score": self.f_input}, "mask_index": self.mask_index, "steps": self.steps,
+                "score": self.f_input}, "mask_index": self.mask_index, "roots": list(self.roots), "steps": self.steps,
                 "attributions": self.attributions.tolist(), "head_scores": self.head_scores.tolist(),
                 "heads_ranked": [{"layer": layer, "head": head, "score": score}
                                  for layer, head, score in self.ranked_heads()],
@@ -118,12 +119,13 @@ def check_threshold(threshold: float) -> float:
     return float(threshold)
 
 
-def attribution_tree(attributions: np.ndarray, root: int, threshold: float = DEFAULT_THRESHOLD) -> list[Edge]:
-    """The tree of the strongest edges from ``root`` at the top down to the input, top layer first
+def attribution_tree(attributions: np.ndarray, roots: int | tuple[int, ...],
+                     threshold: float = DEFAULT_THRESHOLD) -> list[Edge]:
+    """The tree of the strongest edges from ``roots`` at the top down to the input, top layer first
     (``attributions`` ``[L, H, T, T]``; see the module's docstring)."""
     check_threshold(threshold)
     summed = attributions.astype(np.float64).sum(axis=1)  # (L, T, T) [layer, query, key]
-    edges, reached = [], {root}
+    edges, reached = [], {roots} if isinstance(roots, int) else set(roots)
     for layer in range(summed.shape[0] - 1, -1, -1):
         top = summed[layer].max()
         if top <= 0:
@@ -139,55 +141,63 @@ def attribution_tree(attributions: np.ndarray, root: int, threshold: float = DEF
     return edges
 
 
-def _probability(loaded: LoadedModel, masked: MaskedInput, rows: int, answer_id: int, grad: bool = False,
+def _probability(target: Target, encoder: torch.nn.Module, rows: int, grad: bool = False,
                  edit=None) -> torch.Tensor:
-    """F per row, (rows,), with ``edit`` changing attention probabilities."""
-    inputs = {name: value.expand(rows, -1) for name, value in masked.inputs.items()}
+    """F per row, (rows,), of ``rows`` copies of the target's input, with ``edit`` changing attention."""
+    inputs = {name: value.expand(rows, -1) for name, value in target.inputs.items()}
     if edit is None:
-        return mask_logits(loaded, inputs, masked.masks[0], grad=grad).float().softmax(-1)[:, answer_id]
-    with attention_edit(loaded, edit):
-        return mask_logits(loaded, inputs, masked.masks[0], grad=grad).float().softmax(-1)[:, answer_id]
+        return target.probability(inputs, [target.readout[0]] * rows, grad)
+    with attention_edit(encoder, edit):
+        return target.probability(inputs, [target.readout[0]] * rows, grad)
 
 
-def _layer(loaded: LoadedModel, masked: MaskedInput, answer_id: int, layer: int, weights: torch.Tensor,
+def _layer(target: Target, encoder: torch.nn.Module, layer: int, weights: torch.Tensor,
            steps: int) -> tuple[np.ndarray, float]:
     """(Attr [H, T, T] of one layer, F with that layer's attention all 0), ``weights`` (H, T, T)."""
     alphas = (torch.arange(steps, dtype=weights.dtype) + 0.5) / steps
     total = torch.zeros_like(weights)
-    size = batch_rows(masked.num_tokens, steps)
+    size = batch_rows(target.num_tokens, steps)
     for start in range(0, steps, size):
         scaled = (alphas[start:start + size, None, None, None] * weights).requires_grad_(True)  # (B, H, T, T)
-        f = _probability(loaded, masked, len(scaled), answer_id, grad=True,
+        f = _probability(target, encoder, len(scaled), grad=True,
                          edit=lambda i, w, s=scaled: s.to(w.dtype) if i == layer else w)
         (grad,) = torch.autograd.grad(f.sum(), scaled)
         total += grad.sum(0)
-    zero = _probability(loaded, masked, 1, answer_id, edit=lambda i, w: w * 0 if i == layer else w)
+    zero = _probability(target, encoder, 1, edit=lambda i, w: w * 0 if i == layer else w)
     return (weights * total / steps).float().cpu().numpy(), float(zero[0])
+
+
+def attribute_attention(target: Target, encoder: torch.nn.Module, model: str, steps: int = DEFAULT_STEPS,
+                        layers: list[int] | None = None) -> AttentionAttribution:
+    """Attention attribution of every head of ``layers`` (None: all; 0-based; the others stay 0) of
+    ``encoder`` (the model whose attention ``target`` runs through) for ``target``'s output."""
+    steps = check_steps(steps)
+    attention = torch.stack([a[0] for a in target.attention(target.inputs)]).detach()  # (L, H, T, T)
+    count = attention.shape[0]
+    chosen = list(range(count)) if layers is None else layers
+    if any(not 0 <= layer < count for layer in chosen):
+        raise VizError(f"Layers are 1 to {count} for this model.")
+    attributions = np.zeros(tuple(attention.shape), dtype=np.float32)
+    f_zero = np.full(count, np.nan)
+    for layer in chosen:
+        attributions[layer], f_zero[layer] = _layer(target, encoder, layer, attention[layer], steps)
+    f_input = float(_probability(target, encoder, 1)[0])
+    return AttentionAttribution(model=model, tokens=list(target.tokens), answer=target.token,
+                                mask_index=target.mask_index, roots=tuple(target.readout), steps=steps,
+                                attention=attention.float().cpu().numpy(), attributions=attributions,
+                                f_input=f_input, f_zero=f_zero)
 
 
 def attention_attribution(loaded: LoadedModel, text: str, answer: str | None = None, steps: int = DEFAULT_STEPS,
                           layers: list[int] | None = None) -> AttentionAttribution:
-    """Attention attribution of every head of ``layers`` (None: all; 0-based; the others stay 0) for the
-    probability of ``answer`` (default: the model's top prediction) at the first mask of ``text``."""
+    """For the probability of ``answer`` (default: the model's top prediction) at the first mask of ``text``."""
     steps = check_steps(steps)
-    masked = masked_input(loaded, text)
-    if masked.num_tokens > MAX_TOKENS:
-        raise VizError(f"Attention attribution is limited to {MAX_TOKENS} tokens (this input has "
-                       f"{masked.num_tokens}): it runs the model {steps} times per layer with gradients.")
-    chosen = list(range(loaded.num_layers)) if layers is None else layers
-    if any(not 0 <= layer < loaded.num_layers for layer in chosen):
-        raise VizError(f"Layers are 1 to {loaded.num_layers} for this model.")
-    if answer is None or not answer.strip():
-        answer_id = int(mask_logits(loaded, masked.inputs, masked.masks[0]).argmax(-1)[0])
-    else:
-        answer_id = word_id(loaded, answer)
-    output = core_forward(loaded, masked.inputs, hidden=False, attention=True, base_only=True)
-    attention = torch.stack([a[0] for a in output.attentions]).detach()  # (L, H, T, T)
-    attributions = np.zeros(tuple(attention.shape), dtype=np.float32)
-    f_zero = np.full(loaded.num_layers, np.nan)
-    for layer in chosen:
-        attributions[layer], f_zero[layer] = _layer(loaded, masked, answer_id, layer, attention[layer], steps)
-    f_input = float(_probability(loaded, masked, 1, answer_id)[0])
-    return AttentionAttribution(model=loaded.name, tokens=masked.tokens, answer=decode_token(loaded, answer_id).strip(),
-                                mask_index=masked.masks[0], steps=steps, attention=attention.float().cpu().numpy(),
-                                attributions=attributions, f_input=f_input, f_zero=f_zero)
+    return attribute_attention(answer_target(loaded, text, answer), loaded.model, loaded.name, steps, layers)
+
+
+def class_attention_attribution(result: FinetuneResult, text: str, label: int | None = None,
+                                steps: int = DEFAULT_STEPS) -> AttentionAttribution:
+    """For the fine-tuned classifier's probability of class ``label`` (default: its prediction) for ``text``."""
+    steps = check_steps(steps)
+    return attribute_attention(class_target(result, text, label), result.classifier.encoder,
+                               result.model_name, steps)
