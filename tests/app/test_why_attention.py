@@ -1,11 +1,13 @@
 """The Why? page's attention attribution part in AppTest: the heads' map, one head's edges and the tree as the
 computation gives them, the warning when a layer's completeness gap is over 1 %, the link's threshold and
-steps, and a word that is not one token. (Four steps keep it cheap; the completeness at the default steps is
-checked in tests/integration/test_why_cli.py.)"""
+steps, a word that is not one token, and the session's classifier. (Four steps keep it cheap; the
+completeness at the default steps is checked in tests/integration/test_why_cli.py.)"""
 
 from __future__ import annotations
 
+import copy
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -56,3 +58,26 @@ def test_a_bad_link_is_reported_not_raised(new_app, steps):
     at = new_app("pages/why.py", part="attention", attention_steps=steps).run()
     assert not at.exception
     assert any("attention_steps" in w.value for w in at.warning)
+
+
+def test_the_session_s_classifier_can_be_explained_instead(new_app):
+    from ui.state import get_model
+    from vizcore.finetune.classify import SENTENCE, SequenceClassifier, predict_proba
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    base = get_model(DEFAULT_MODEL, "auto", "base")
+    classifier = SequenceClassifier(copy.deepcopy(base.model), num_labels=2).eval()
+    result = SimpleNamespace(classifier=classifier, label_names=("negative", "positive"), tokenizer=base.tokenizer,
+                             config=SimpleNamespace(max_length=64), model_name=base.name)
+    at = new_app("pages/why.py", part="attention", attention_steps="4")
+    at.session_state["finetune.job"] = SimpleNamespace(finished=True, result=result, data=None, loaded=base,
+                                                       task=SENTENCE)
+    at.session_state["why.attention.explain"] = "class"
+    at.session_state["shared.text"] = FRANCE  # typed with [MASK]: the classifier reads it as it is
+    at.run()
+    assert not at.exception and not at.error
+    probs = predict_proba(classifier, base.tokenizer, [FRANCE], 64)[0]
+    name = result.label_names[int(probs.argmax())]
+    assert any(f"F = P({name}) for the unmasked sentence = {probs.max():.4f}" in m.value for m in at.markdown)
+    assert any("From [CLS] at the top" in c.value or "every token the classifier pools" in c.value
+               for c in at.caption)

@@ -1,8 +1,8 @@
 """The Why? page's attention attribution: integrated gradients over every head's attention probabilities.
 
 Computation: vizcore/why/attention_attribution.py · figures: vizcore/why/figures.py (attention attribution
-section) · CLI: python -m vizcore attention-attribution. Explains the masked-LM's answer only (the session's
-classifier is explained on the Token attribution part).
+section) · CLI: python -m vizcore attention-attribution. Explains the masked-LM's answer, or the class of
+the session's fine-tuned classifier when there is one (kept in the session: the classifier is this session's).
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ from ui.feedback import CHART, or_stop
 from ui.layout import for_screen
 from ui.state import get_model
 from ui.why import page as why
-from ui.why.page import WhyContext
+from ui.why.page import Classifier, WhyContext
+from vizcore.finetune.classify import predict_proba
 from vizcore.plot import attention_heatmap
 from vizcore.why.attention_attribution import (
     DEFAULT_STEPS,
     DEFAULT_THRESHOLD,
     AttentionAttribution,
     attention_attribution,
+    class_attention_attribution,
 )
 from vizcore.why.attribution import MAX_STEPS
 from vizcore.why.figures import attribution_tree_figure, head_attribution_heatmap, importance_heatmap
@@ -32,6 +34,10 @@ KEY_ANSWER = "why.attention.answer"
 KEY_STEPS = "why.attention.steps"
 KEY_THRESHOLD = "why.attention.threshold"  # percent of each layer's largest edge
 KEY_HEAD = "why.attention.head"  # "layer.head", 1-based, as shown
+KEY_EXPLAIN = "why.attention.explain"  # "answer" | "class"
+KEY_CLASS = "why.attention.class"
+KEY_LAST_CLASS = "why.attention.last_class"  # (classifier, key, result) of the session's classifier
+EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 # Names of their own: the other parts read answer, output and steps.
 URL_PARAMS = {"attention_answer": (KEY_ANSWER, url_state.Text()),
               "attention_steps": (KEY_STEPS, url_state.Integer(1, MAX_STEPS)),
@@ -51,8 +57,12 @@ def show(ctx: WhyContext) -> dict:
         "(query → key, in one head) gets its share of the change, and a layer's shares sum to what removing "
         "all its attention costs (Hao et al., *Self-Attention Attribution*, AAAI 2021). Unlike the weights, "
         "an attribution can be large for a small weight and negative.")
-    answer = why.followed_word(ctx, KEY_ANSWER, "Answer (one token; empty = the model's top prediction)",
-                               help="Default: the model's own answer at the mask. Type another word to explain it.")
+    explain = _choose_explain(ctx)
+    answer = None
+    if explain == "answer":
+        answer = why.followed_word(ctx, KEY_ANSWER, "Answer (one token; empty = the model's top prediction)",
+                                   help="Default: the model's own answer at the mask. Type another word to "
+                                        "explain it.")
     left, right = st.columns(2)
     url_state.settle(KEY_STEPS, DEFAULT_STEPS, 1, MAX_STEPS)
     steps = left.number_input("Steps per layer", 1, MAX_STEPS, key=KEY_STEPS,
@@ -62,11 +72,14 @@ def show(ctx: WhyContext) -> dict:
     url_state.settle(KEY_THRESHOLD, round(100 * DEFAULT_THRESHOLD), 5, 100)
     threshold = right.slider("Tree: keep edges above (% of the layer's largest)", 5, 100, key=KEY_THRESHOLD,
                              help="The paper keeps edges at or above 40 % of their layer's largest attribution.")
-    result = or_stop(get_attribution, ctx.model, ctx.device, ctx.masked, answer, int(steps))
-    if ctx.classifier is not None:
-        st.caption("The session's fine-tuned classifier is explained on the Token attribution part; this part "
-                   "explains the masked-LM's answer.")
-    st.markdown(f"**F = P({result.answer}) at the [MASK] (token {result.mask_index}) = {result.f_input:.4f}**")
+    if explain == "class":
+        label = _choose_class(ctx.classifier, ctx.sentence)
+        result = or_stop(_class_attribution, ctx.classifier, ctx.sentence, label, int(steps))
+        where = "for the unmasked sentence"
+    else:
+        result = or_stop(get_attribution, ctx.model, ctx.device, ctx.masked, answer, int(steps))
+        where = f"at the [MASK] (token {result.mask_index})"
+    st.markdown(f"**F = P({result.answer}) {where} = {result.f_input:.4f}**")
     _show_heads(result)
     _show_tree(result, threshold / 100)
     _show_completeness(result)
@@ -74,6 +87,38 @@ def show(ctx: WhyContext) -> dict:
                        file_name="attention-attribution.json", mime="application/json",
                        key="why.attention.download")
     return {"attention_answer": answer, "attention_steps": int(steps), "threshold": threshold}
+
+
+def _choose_explain(ctx: WhyContext) -> str:
+    if ctx.classifier is None:
+        st.caption("Train a classifier in the Fine-tuning lab to explain its class here too.")
+        return "answer"
+    if st.session_state.get(KEY_EXPLAIN) not in EXPLAIN:
+        st.session_state[KEY_EXPLAIN] = "answer"
+    return st.radio("Explain", list(EXPLAIN), key=KEY_EXPLAIN, format_func=EXPLAIN.get, horizontal=True)
+
+
+def _choose_class(classifier: Classifier, sentence: str) -> int:
+    """The class explained: by default the predicted one."""
+    result = classifier.result
+    names = list(result.label_names)
+    probs = predict_proba(result.classifier, result.tokenizer, [sentence], result.config.max_length)[0]
+    if st.session_state.get(KEY_CLASS) not in names:
+        st.session_state[KEY_CLASS] = names[int(probs.argmax())]
+    shown = {name: f"{name} ({p:.1%})" for name, p in zip(names, probs)}
+    return names.index(st.selectbox("Class (its probability on the sidebar's sentence)", names, key=KEY_CLASS,
+                                    format_func=shown.get))
+
+
+def _class_attribution(classifier: Classifier, sentence: str, label: int, steps: int) -> AttentionAttribution:
+    key = (sentence, label, steps)
+    kept = st.session_state.get(KEY_LAST_CLASS)  # (classifier, key, result): the object, not its id()
+    if kept is None or kept[0] is not classifier.result.classifier or kept[1] != key:
+        with st.spinner("Integrating gradients over every layer's attention…"):
+            kept = (classifier.result.classifier, key,
+                    class_attention_attribution(classifier.result, sentence, label, steps))
+        st.session_state[KEY_LAST_CLASS] = kept
+    return kept[2]
 
 
 def _show_heads(result: AttentionAttribution) -> None:
@@ -104,9 +149,11 @@ def _show_tree(result: AttentionAttribution, threshold: float) -> None:
     st.subheader("Attribution tree")
     edges = result.tree(threshold)
     st.plotly_chart(for_screen(attribution_tree_figure(edges, result.tokens, result.attention.shape[0],
-                                                       result.mask_index)),
+                                                       result.roots)),
                     key="why.attention.tree", config=CHART)
-    st.caption(f"From the [MASK] at the top, layer by layer down: an edge is kept when its attribution, summed "
+    start = "the [MASK]" if result.mask_index is not None else (
+        "[CLS]" if result.roots == (0,) else "every token the classifier pools")
+    st.caption(f"From {start} at the top, layer by layer down: an edge is kept when its attribution, summed "
                f"over heads, is at least {threshold:.0%} of that layer's largest and its query is already in the "
                "tree; its key joins the tree (a token stays in the tree below: the residual stream carries it). "
                f"{len(edges)} edges. Thicker = a larger share of the layer's largest.")

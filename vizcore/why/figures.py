@@ -259,14 +259,15 @@ def method_correlation_heatmap(correlation: np.ndarray, methods: list[str],
 TREE_COLOUR = "#1f5fa8"
 
 
-def attribution_tree_figure(edges: Sequence, tokens: list[str], layers: int, root: int,
+def attribution_tree_figure(edges: Sequence, tokens: list[str], layers: int, roots: Sequence[int],
                             title: str = "Attribution tree: the strongest edges from the answer down") -> go.Figure:
     """The tree of ``edges`` (``attention_attribution.Edge``: layer, query, key, score, share): tokens across,
-    the input at the bottom and the last layer at the top; an edge of layer ``l`` joins its query at level
+    the input at the bottom and the last layer at the top, where ``roots`` are (the positions the output
+    reads); an edge of layer ``l`` joins its query at level
     ``l + 1`` to its key at level ``l``, thicker and darker as its share of the layer's largest grows."""
     labels = axis_labels(tokens)
     fig = go.Figure()
-    nodes = {(root, layers)}
+    nodes = {(root, layers) for root in roots}
     for edge in edges:
         nodes |= {(edge.query, edge.layer + 1), (edge.key, edge.layer)}
         fig.add_trace(go.Scatter(
