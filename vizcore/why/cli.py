@@ -11,7 +11,7 @@ fill-mask default (the offline masked-LM); scores are probabilities. Field names
   (state 0 = the embedding output, state l = the output of layer l)
 * ``attribute`` -> ``{"model", "tokens", "attributions", "target": {"token", "score"}, "completeness":
   {"sum", "delta"}}`` (completeness for integrated gradients; null for the other methods)
-* ``attention-attribution`` -> ``{"model", "tokens", "target": {"token", "score"}, "mask_index", "steps",
+* ``attention-attribution`` -> ``{"model", "tokens", "target": {"token", "score"}, "mask_index", "roots", "steps",
   "attributions": [layer][head][query][key], "head_scores": [layer][head] (each head's maximum),
   "heads_ranked": [{"layer", "head", "score"}], "completeness": [{"layer", "sum", "delta", "f_zero", "gap"}],
   "tree": {"threshold", "edges": [{"layer", "query", "key", "score", "share"}]}}`` (with ``--layer``, the
