@@ -132,6 +132,13 @@ def test_patching_shows_the_identities_and_refuses_unequal_lengths(new_app):
     assert metrics(at)["LD clean"] == "1.953" and metrics(at)["LD corrupted"] == "-0.554"
     z = decode_plotly(chart(at, "why.patching.states")["data"][0]["z"])
     assert z.shape == (7, 9) and z[-1, 6] == pytest.approx(1.0, abs=1e-5) and z[0, 4] == pytest.approx(1.0, abs=1e-5)
+    # attribution patching below it: where the embeddings of the two sentences are equal, (clean - corrupt) = 0
+    estimate = decode_plotly(chart(at, "why.patching.estimate_states")["data"][0]["z"])
+    assert estimate.shape == z.shape and estimate[0, 4] != 0 and not np.delete(estimate[0], 4).any()
+    ranks = [np.argsort(np.argsort(decode_plotly(chart(at, key)["data"][0]["z"]).ravel(), kind="stable"))
+             for key in ("why.patching.heads", "why.patching.estimate_heads")]
+    assert metrics(at)["Spearman ρ, heads"] == f"{np.corrcoef(*ranks)[0, 1]:.2f}"
+    assert metrics(at)["Time, estimate"].endswith(" s") and metrics(at)["Time, exact sweep"].endswith(" s")
     at.text_input(key="why.patching.corrupt").set_value("The capital of the United Kingdom is [MASK].").run()
     assert not at.exception
     assert at.error and "same number of tokens" in at.error[0].value and "'kingdom'" in at.error[0].value
@@ -155,10 +162,10 @@ def test_the_followed_word_follows_the_models_answer_until_one_is_typed(new_app)
 
 
 def test_no_two_parts_read_the_same_link_parameter():
-    from ui.why import ablation, attribution, importance, patching, weights
+    from ui.why import ablation, attribution, edges, importance, patching, weights
 
     names = [{"part", "word"},
-             *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution, weights))]
+             *(set(part.URL_PARAMS) for part in (ablation, importance, patching, attribution, edges, weights))]
     assert sum(len(n) for n in names) == len(set().union(*names)), names
 
 

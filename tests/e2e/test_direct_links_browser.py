@@ -70,7 +70,7 @@ VIEWS = {
         ("stats", "Head statistics"), ("compare", "Compare"), ("export", "Export"), ("values", "Value-weighted"))],
     "why": [(name, segment(label)) for name, label in (
         ("importance", "Head importance"), ("patching", "Activation patching"), ("attribution", "Token attribution"),
-        ("circuits", "Weight circuits"))],
+        ("attention", "Attention attribution"), ("circuits", "Weight circuits"))],
     "finetune": [(name, radio(label)) for name, label in (
         ("pairs", "Sentence-pair classification"), ("tokens", "Token classification"),
         ("qa", "Extractive question answering"))] + [("tiny", tab("Tiny Transformer from scratch"))],

@@ -53,6 +53,30 @@ def test_patch_gives_one_row_per_state_and_the_identities_hold(capsys):
     assert np.abs(np.delete(recovered[0], differing)).max() < 1e-5
 
 
+def test_attention_attribution_is_complete_within_one_percent_per_layer_at_the_default_steps(capsys):
+    payload = cli_json(capsys, "attention-attribution", "--text", FRANCE)
+    attributions = np.asarray(payload["attributions"], dtype=np.float64)
+    assert attributions.shape == (6, 12, 9, 9) and payload["steps"] == 20 and payload["mask_index"] == 6
+    for layer, check in enumerate(payload["completeness"]):  # summed here, not read from the JSON's "sum"
+        delta = payload["target"]["score"] - check["f_zero"]
+        assert check["layer"] == layer and abs(attributions[layer].sum() - delta) <= 0.01 * abs(delta), check
+    first = payload["heads_ranked"][0]
+    assert first["score"] == pytest.approx(attributions.max(axis=(2, 3)).max(), rel=1e-6)
+    assert all(edge["share"] >= 0.4 for edge in payload["tree"]["edges"])
+    assert payload["tree"]["edges"][0]["query"] == 6  # the tree starts at the mask
+
+
+def test_attribution_patching_ranks_the_exact_sweep_s_effects_alike(capsys):
+    payload = cli_json(capsys, "attribution-patching", "--clean", FRANCE, "--corrupt", ITALY, "--answer", "paris",
+                       "--contrast", "rome", "--compare")
+    exact, estimate = (np.asarray(payload["exact"]["heads"]), np.asarray(payload["heads"]))
+    ranks = [np.argsort(np.argsort(x.ravel(), kind="stable")) for x in (exact, estimate)]
+    assert payload["agreement"]["spearman"]["heads"] == pytest.approx(np.corrcoef(*ranks)[0, 1])
+    assert payload["agreement"]["spearman"]["heads"] > 0.9  # measured 0.996 (docs/WHY.md)
+    assert payload["agreement"]["spearman"]["states"] > 0.9  # measured 0.999
+    assert payload["logit_difference"] == pytest.approx(payload["exact"]["logit_difference"], abs=1e-4)
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["ablate", "--text", "No mask here.", "--heads", "1:1"], "no mask"),
     (["ablate", "--text", FRANCE, "--heads", "7:1"], "Head 7:1 does not exist"),
@@ -69,6 +93,10 @@ def test_patch_gives_one_row_per_state_and_the_identities_hold(capsys):
      "not one token"),
     (["patch", "--clean", FRANCE, "--corrupt", "The capital of Italy is Rome.", "--answer", "paris",
       "--contrast", "rome"], "no mask"),
+    (["attention-attribution", "--text", FRANCE, "--layer", "7"], "--layer must be between 1 and 6"),
+    (["attention-attribution", "--text", FRANCE, "--steps", "0"], "between 1 and 400"),
+    (["attribution-patching", "--clean", FRANCE, "--corrupt", ITALY, "--answer", "paris", "--contrast", "paris"],
+     "the same word"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ui import url_state
-from ui.why import ablation, attribution, importance, patching, weights
+from ui.why import ablation, attribution, edges, importance, patching, weights
 from ui.why.page import KEY_PART, KEY_WORD, PARTS
 
 LINK = url_state.Link(
@@ -11,4 +11,5 @@ LINK = url_state.Link(
     selector="part",
     sections={"ablation": ablation.URL_PARAMS, "importance": importance.URL_PARAMS,
               "patching": patching.URL_PARAMS, "attribution": attribution.URL_PARAMS,
+              "attention": edges.URL_PARAMS,
               "circuits": weights.URL_PARAMS})

@@ -33,6 +33,7 @@ PARTS = {
     "importance": "Head importance",
     "patching": "Activation patching",
     "attribution": "Token attribution",
+    "attention": "Attention attribution",
     "circuits": "Weight circuits",
 }
 KEY_PART = "why.part"

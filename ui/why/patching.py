@@ -1,6 +1,8 @@
-"""The Why? page's activation patching: copy one activation of a clean run into a corrupted run.
+"""The Why? page's activation patching: copy one activation of a clean run into a corrupted run; below it,
+attribution patching, the same patches to first order from one backward pass, and how well it ranks them.
 
-Computation: vizcore/why/patching.py · figures: vizcore/why/figures.py · CLI: python -m vizcore patch
+Computation: vizcore/why/patching.py, vizcore/why/attribution_patching.py · figures: vizcore/why/figures.py ·
+CLI: python -m vizcore patch | attribution-patching
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from ui.layout import for_screen
 from ui.state import get_model
 from ui.why.page import WhyContext
 from vizcore.colours import DIVERGING
+from vizcore.why.attribution_patching import TOP_K, Estimate, agreement, attribution_patching
 from vizcore.why.examples import PATCH_PAIRS, PatchPair
-from vizcore.why.figures import layer_head_heatmap, patching_heatmap
+from vizcore.why.figures import layer_head_heatmap, patching_heatmap, rank_scatter
 from vizcore.why.patching import PatchingResult, patch_sweep
 
 KEYS = {"clean": "why.patching.clean", "corrupt": "why.patching.corrupt", "answer": "why.patching.answer",
@@ -32,6 +35,11 @@ def use_pair(pair: PatchPair) -> None:
 @st.cache_data(show_spinner="Patching every layer x position and every head…", max_entries=16)
 def get_sweep(name: str, device: str, clean: str, corrupt: str, answer: str, contrast: str) -> PatchingResult:
     return patch_sweep(get_model(name, device, "mlm"), clean, corrupt, answer, contrast)
+
+
+@st.cache_data(show_spinner="Estimating every patch from one backward pass…", max_entries=16)
+def get_estimate(name: str, device: str, clean: str, corrupt: str, answer: str, contrast: str) -> Estimate:
+    return attribution_patching(get_model(name, device, "mlm"), clean, corrupt, answer, contrast)
 
 
 def inputs() -> dict[str, str]:
@@ -77,7 +85,52 @@ def show(ctx: WhyContext) -> dict:
                     key="why.patching.heads", config=CHART)
     st.download_button("Download the numbers (JSON)", json.dumps(result.to_dict(), indent=1),
                        file_name="patching.json", mime="application/json", key="why.patching.download")
+    _show_estimate(ctx, values, result)
     return dict(values)
+
+
+def _show_estimate(ctx: WhyContext, values: dict[str, str], exact: PatchingResult) -> None:
+    st.subheader("Attribution patching: every patch to first order, from one backward pass")
+    st.markdown(
+        "Instead of one run per patch: one clean run, one corrupted run and **one** backward pass give the "
+        "gradient of LD with respect to every activation; (clean − corrupted activation) · gradient estimates "
+        "each patch to first order (Nanda 2023; Syed et al. 2023). It is exact where LD changes linearly, and "
+        "misses what saturates (a softmax that flips, a LayerNorm that rescales).")
+    estimate = or_stop(get_estimate, ctx.model, ctx.device, values["clean"], values["corrupt"], values["answer"],
+                       values["contrast"])
+    together = agreement(exact, estimate)
+    first, second = st.columns(3), st.columns(3)
+    first[0].metric("Spearman ρ, states × positions", _number(together.spearman_states),
+                    help="Rank correlation of the estimate with the exact sweep over every state × position")
+    first[1].metric("Spearman ρ, heads", _number(together.spearman_heads))
+    top = (f"The share of the exact sweep's {TOP_K} largest effects (by size) that are among the estimate's "
+           f"{TOP_K} largest")
+    second[0].metric(f"Top-{TOP_K} overlap, states", f"{together.overlap_states:.0%}", help=top)
+    second[1].metric(f"Top-{TOP_K} overlap, heads", f"{together.overlap_heads:.0%}", help=top)
+    timing = ("Measured when it was computed (the page keeps results, so a second look is free; the first "
+              "computation after the server starts includes warming up)")
+    first[2].metric("Time, exact sweep", f"{exact.seconds:.2f} s", help=timing)
+    second[2].metric("Time, estimate", f"{estimate.seconds:.2f} s", help=timing)
+    st.plotly_chart(for_screen(patching_heatmap(estimate.recovered, estimate.clean_tokens, estimate.corrupt_tokens,
+                                                "Estimated recovered share (first order): state × position")),
+                    key="why.patching.estimate_states", config=CHART)
+    st.plotly_chart(for_screen(layer_head_heatmap(estimate.head_recovered, "Estimated recovered share (first "
+                                                  "order): each head", "recovered", scale=DIVERGING,
+                                                  zrange=_symmetric(estimate.head_recovered))),
+                    key="why.patching.estimate_heads", config=CHART)
+    st.plotly_chart(for_screen(rank_scatter(exact.head_recovered, estimate.head_recovered, "exact patching",
+                                            "attribution patching", together.spearman_heads)),
+                    key="why.patching.ranks", config=CHART)
+    st.caption("Each head's rank by the exact sweep against its rank by the estimate (1 = the largest recovered "
+               "share); on the diagonal they agree.")
+    st.download_button("Download the estimate (JSON)", json.dumps({**estimate.to_dict(), **together.to_dict()},
+                                                                  indent=1),
+                       file_name="attribution-patching.json", mime="application/json",
+                       key="why.patching.estimate_download")
+
+
+def _number(value: float) -> str:
+    return "n/a" if value != value else f"{value:.2f}"
 
 
 def _symmetric(values) -> tuple[float, float]:

@@ -11,6 +11,9 @@ never left with a hook, and its weights are never touched: an intervention repla
 * ``HeadAblation``: zero one head's output, or replace it (e.g. with its mean over reference sentences).
 * ``Patch``: replace the hidden state entering layer ``layer`` (index into hidden_states) at positions.
 * ``head_output_hooks``: the one way to the heads' outputs (the input of W_O), to read or change them.
+* ``hidden_state_hooks``: the one way to the hidden states (what ``Patch`` changes), to read or change them.
+* ``attention_edit``: a context manager that changes each layer's attention probabilities before they
+  multiply the values (attention attribution scales them); BERT-family models, any batch, with gradients.
 * ``intervention_hooks`` / ``head_scale_hooks``: the same changes as hooks for any forward pass of the
   model, e.g. a batch where each row gets its own ablation or patch (``rows``), a fine-tuned classifier
   around the encoder, or a pass with gradients (``forward(..., grad=True)``).
@@ -275,15 +278,20 @@ class _Recorder:
         return self.blocks[index - 1]
 
     def attention_modules(self) -> list[torch.nn.Module]:
-        """Each block's self-attention module: the one that calls transformers' attention function."""
-        attn = self.stack.self_attention
-        return [archs.get(block, (attn.query or attn.qkv).rpartition(".")[0]) for block in self.blocks]
+        return attention_modules(self.loaded.model)
 
     def stacked(self, name: str) -> np.ndarray | None:
         parts = self.read[name]
         if not parts:
             return None
         return torch.stack([parts[i] for i in range(len(self.blocks))]).float().cpu().numpy()
+
+
+def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """Each block's self-attention module: the one that calls transformers' attention function."""
+    arch = archs.arch_of(model)
+    attn = arch.stacks[arch.main_stack].self_attention
+    return [archs.get(block, (attn.query or attn.qkv).rpartition(".")[0]) for block in archs.blocks(model)]
 
 
 def _rows(rows: tuple[int, ...] | None, batch: int, what: str) -> list[int] | slice:
@@ -323,6 +331,41 @@ def head_output_hooks(loaded: LoadedModel, function: Callable[[int, torch.Tensor
 
     return [(archs.get(block, out), "pre", at(i)) for i, block in enumerate(archs.blocks(loaded.model))
             if chosen is None or i in chosen]
+
+
+def hidden_state_hooks(loaded: LoadedModel, function: Callable[[int, torch.Tensor], torch.Tensor | None],
+                       states: Iterable[int] | None = None) -> list[Hook]:
+    """The one way to the hidden states: a hook on the module whose output is hidden state ``i`` (0 = the
+    embeddings, i = the output of layer i; the modules ``Patch`` changes) for each of ``states`` (None: all).
+    ``function(state, hidden)`` gets ``hidden`` ``(B, T, d)`` and returns what the model reads instead, or None."""
+    recorder = _Recorder(loaded, Capture(hidden=False), (), ())
+    chosen = range(len(recorder.blocks) + 1) if states is None else sorted(set(states))
+
+    def at(state: int) -> Callable:
+        def hook(module, inputs, output):
+            hidden = function(state, output[0] if isinstance(output, tuple) else output)
+            if hidden is None:
+                return None
+            return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+        return hook
+
+    return [(recorder._hidden_state_module(state), "post", at(state)) for state in chosen]
+
+
+@contextmanager
+def attention_edit(model: torch.nn.Module, function: sink.WeightEdit) -> Iterator[None]:
+    """For the forward passes inside the ``with`` (this thread's only): layer i's attention probabilities
+    ``(B, H, T, T)`` in ``model`` (a loaded model, or the encoder of a classifier built around a copy of one)
+    become ``function(i, weights)`` before they multiply the values. The probabilities are made inside
+    transformers' attention function, not by a module, so this is the one change that is not a module hook:
+    the attention function this project registers (``vizcore.model.sink``) applies it. VizError for a model
+    loaded without it (DistilBERT, GPT-2: their attention is their own)."""
+    if getattr(model.config, "_attn_implementation", None) != sink.IMPLEMENTATION:
+        raise VizError(f"'{getattr(model.config, 'model_type', 'this model')}' computes attention its own way, so "
+                       "its attention probabilities cannot be changed here: choose a BERT-family model (BERT, "
+                       "RoBERTa, ELECTRA, MiniLM).")
+    with sink.edit_weights(attention_modules(model), function):
+        yield
 
 
 def head_scale_hooks(loaded: LoadedModel, scale: torch.Tensor) -> list[Hook]:

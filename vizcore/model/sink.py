@@ -8,6 +8,10 @@ sink with the same softmax kernel (``aten._softmax.out``), so the numbers are ea
 (tested), and masks are built as for eager. Only ``FAMILIES`` load this way; a layer whose own
 eager code differs from BERT's runs it and its weights are copied into the sink. Training copies
 (``module.training``) and calls outside a run are plain eager.
+
+The same function is the one place where the attention probabilities can be changed before they
+multiply the values: while ``edit_weights`` is open, each listed layer's probabilities ``(B, H, T, T)``
+become ``function(layer, weights)`` (attention attribution scales them), in any batch, with gradients.
 """
 
 from __future__ import annotations
@@ -16,18 +20,22 @@ import contextvars
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 from transformers.models.bert.modeling_bert import eager_attention_forward as _bert_eager
 
+from vizcore.errors import VizError
+
 IMPLEMENTATION = "vizcore-eager"
 # Families whose modeling code never asks for "eager" by name and whose attention is BERT's: they load
 # with this implementation; others (GPT-2 checks for "eager") load with plain eager and are stacked.
 FAMILIES = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
 _OPEN: contextvars.ContextVar[Sink | None] = contextvars.ContextVar("vizcore_attention_sink", default=None)
+_EDIT: contextvars.ContextVar[Edit | None] = contextvars.ContextVar("vizcore_attention_edit", default=None)
+WeightEdit = Callable[[int, torch.Tensor], torch.Tensor]  # (layer, weights (B, H, T, T)) -> weights
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,23 @@ def open_sink(modules: list[torch.nn.Module], heads: int, tokens: int, device: t
         _OPEN.reset(token)
 
 
+@dataclass(frozen=True)
+class Edit:
+    function: WeightEdit
+    layers: dict[int, int]  # id(attention module) -> layer index
+
+
+@contextmanager
+def edit_weights(modules: list[torch.nn.Module], function: WeightEdit) -> Iterator[None]:
+    """For the body of the ``with`` (in this thread only: a context variable): layer i's attention
+    probabilities become ``function(i, weights)`` before they multiply the values."""
+    token = _EDIT.set(Edit(function, {id(m): i for i, m in enumerate(modules)}))
+    try:
+        yield
+    finally:
+        _EDIT.reset(token)
+
+
 def _same_code(a, b) -> bool:
     return a.__code__.co_code == b.__code__.co_code and a.__code__.co_consts == b.__code__.co_consts
 
@@ -59,6 +84,9 @@ def _own_eager(module: torch.nn.Module):
 def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers' attention-function signature; (output (B, T, H, d_head), weights (B, H, T, T))."""
     eager = _own_eager(module)
+    edit = _EDIT.get()
+    if edit is not None and id(module) in edit.layers:
+        return _edited(module, eager, edit, query, key, value, attention_mask, scaling)
     sink = _OPEN.get()
     layer = None if sink is None or module.training or query.shape[0] != 1 else sink.layers.get(id(module))
     if layer is None:
@@ -82,3 +110,17 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
 
 AttentionInterface.register(IMPLEMENTATION, attention)
 AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)  # the same additive masks as eager
+
+
+def _edited(module, eager, edit: Edit, query, key, value, attention_mask, scaling):
+    """BERT's eager attention with the probabilities passed through the edit (dropout: eval mode only)."""
+    if not _same_code(eager, _bert_eager) or module.training:
+        raise VizError("Changing attention probabilities needs a BERT-family model in eval mode (BERT, RoBERTa, "
+                       "ELECTRA, MiniLM); this one computes attention its own way.")
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = edit.function(edit.layers[id(module)], torch.softmax(scores, dim=-1))
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights

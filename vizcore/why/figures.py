@@ -1,7 +1,7 @@
 """The Why? page's figures: matrix -> tidy table -> chart object (never displayed here).
 
-Sections: ablation, importance, patching, attribution. Diverging scales are centred on 0 and carry
-a legend; every cell and bar has its value in the hover text.
+Sections: ablation, importance, patching, attribution, attention attribution. Diverging scales are centred
+on 0 and carry a legend; every cell and bar has its value in the hover text.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from vizcore.mlm.figures import compact_layout, percent, percent_axis_format, pl
 from vizcore.plot import (
     FONT_SIZE,
     TICK_FONT_SIZE,
+    attention_heatmap,
     axis_labels,
     base_layout,
     cell_text,
@@ -251,3 +252,47 @@ def method_correlation_heatmap(correlation: np.ndarray, methods: list[str],
     fig = base_layout(fig, title, 100 * len(methods) + 220)
     fig.update_layout(margin={"t": 140})
     return fig
+
+
+# ---- attention attribution ---------------------------------------------------------------------
+
+TREE_COLOUR = "#1f5fa8"
+
+
+def attribution_tree_figure(edges: Sequence, tokens: list[str], layers: int, roots: Sequence[int],
+                            title: str = "Attribution tree: the strongest edges from the answer down") -> go.Figure:
+    """The tree of ``edges`` (``attention_attribution.Edge``: layer, query, key, score, share): tokens across,
+    the input at the bottom and the last layer at the top, where ``roots`` are (the positions the output
+    reads); an edge of layer ``l`` joins its query at level
+    ``l + 1`` to its key at level ``l``, thicker and darker as its share of the layer's largest grows."""
+    labels = axis_labels(tokens)
+    fig = go.Figure()
+    nodes = {(root, layers) for root in roots}
+    for edge in edges:
+        nodes |= {(edge.query, edge.layer + 1), (edge.key, edge.layer)}
+        fig.add_trace(go.Scatter(
+            x=[edge.query, edge.key], y=[edge.layer + 1, edge.layer], mode="lines", showlegend=False,
+            line={"color": TREE_COLOUR, "width": 1.5 + 6 * edge.share}, opacity=0.35 + 0.65 * edge.share,
+            hoverinfo="skip"))
+        middle = (f"layer {edge.layer + 1}: {labels[edge.query]} reads {labels[edge.key]}<br>attribution "
+                  f"{edge.score:.4g} ({100 * edge.share:.0f} % of the layer's largest)")
+        fig.add_trace(go.Scatter(x=[(edge.query + edge.key) / 2], y=[edge.layer + 0.5], mode="markers",
+                                 marker={"size": 14, "color": "rgba(0,0,0,0)"}, showlegend=False,
+                                 hovertemplate=middle + "<extra></extra>"))
+    xs, ys = zip(*sorted(nodes))
+    # Tokens are named on the axis only: a label beside each node ran into its neighbours' at 1024 px.
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="markers", customdata=[labels[x] for x in xs], showlegend=False,
+        marker={"size": 12, "color": "white", "line": {"color": "#111", "width": 2}},
+        hovertemplate="%{customdata}<extra></extra>"))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-45,
+                     range=[-0.6, len(labels) - 0.2], tickfont={"size": TICK_FONT_SIZE}, showgrid=True)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(layers + 1)), range=[-0.4, layers + 0.4],
+                     ticktext=["input", *(f"layer {l}" for l in range(1, layers + 1))],
+                     tickfont={"size": TICK_FONT_SIZE}, showgrid=False, zeroline=False)
+    return base_layout(fig, title, 70 * layers + 280)
+
+
+def head_attribution_heatmap(matrix: np.ndarray, tokens: list[str], title: str) -> go.Figure:
+    """One head's attribution ``[query, key]``: red raises the answer, blue lowers it, centred on 0."""
+    return attention_heatmap(matrix, tokens, title=title, scale=DIVERGING, value_name="attribution")

@@ -18,6 +18,7 @@ sweep is a few batched forward passes.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,12 +44,13 @@ class PatchingResult:
     ld_corrupt: float
     recovered: np.ndarray  # float32 [L + 1, T]: state x position
     head_recovered: np.ndarray  # float32 [L, H]: one head's output at every position
+    seconds: float = 0.0  # how long the sweep took (beside attribution patching's estimate)
 
     def to_dict(self) -> dict:
         return {"model": self.model, "tokens": list(self.corrupt_tokens), "clean_tokens": list(self.clean_tokens),
                 "mask_index": self.mask_index, "answer": self.answer, "contrast": self.contrast,
                 "logit_difference": {"clean": self.ld_clean, "corrupt": self.ld_corrupt},
-                "recovered": self.recovered.tolist(), "heads": self.head_recovered.tolist()}
+                "recovered": self.recovered.tolist(), "heads": self.head_recovered.tolist(), "seconds": self.seconds}
 
 
 def pair_inputs(loaded: LoadedModel, clean: str, corrupt: str) -> tuple[MaskedInput, MaskedInput]:
@@ -100,6 +102,7 @@ def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, cont
                 batch_rows: int = BATCH_ROWS) -> PatchingResult:
     """Patch every state x position and every head from ``clean`` into ``corrupt``, ``batch_rows`` patched
     runs a forward pass."""
+    start = time.perf_counter()
     ids = (word_id(loaded, answer, "answer"), word_id(loaded, contrast, "contrast word"))
     if ids[0] == ids[1]:
         raise VizError("The answer and the contrast word are the same word: choose two different words.")
@@ -121,5 +124,5 @@ def patch_sweep(loaded: LoadedModel, clean: str, corrupt: str, answer: str, cont
         model=loaded.name, clean_tokens=clean_input.tokens, corrupt_tokens=corrupt_input.tokens,
         mask_index=corrupt_input.masks[0], answer=answer.strip(), contrast=contrast.strip(),
         ld_clean=ld_clean, ld_corrupt=ld_corrupt, recovered=recovered[:(L + 1) * T].reshape(L + 1, T),
-        head_recovered=recovered[(L + 1) * T:].reshape(L, loaded.num_heads))
+        head_recovered=recovered[(L + 1) * T:].reshape(L, loaded.num_heads), seconds=time.perf_counter() - start)
 
