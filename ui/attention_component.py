@@ -34,7 +34,7 @@ from vizcore.attention.payload import (
 )
 from vizcore.attention.renderer import streamlit_module_js
 from vizcore.model.record import Run
-from vizcore.plot import PROJECTOR_FONT_SIZE
+from vizcore.plot import PROJECTOR_MIN_SIZE
 
 NAME = "inside_bert.attention"
 
@@ -116,6 +116,8 @@ def attention_view(result: Run, key: str, keys: dict[str, str], layer: int, head
         st.session_state[origin_key] = current
     origin = st.session_state[origin_key]
     shown = {"views": False, "filters": False, "layerHead": True} | (controls or {})
-    font = PROJECTOR_FONT_SIZE if presenting() else RENDERER_FONT
+    # 20 px, not the body's 24: a 21-token pair keeps every token's label in a 1024-px window (a label needs its
+    # font size + 2 px of cell)
+    font = PROJECTOR_MIN_SIZE if presenting() else RENDERER_FONT
     data = _payload(result, loaded_layers(result, layer - 1), origin, options, shown, font)
     _mount()(key=key, data=data, on_selection_change=lambda: _selected(key, keys), width="stretch")

@@ -382,6 +382,8 @@ def _plotly_for_projector(fig: go.Figure) -> go.Figure:
     data = []
     for trace in spec.get("data", []):
         trace = _grown_fonts(trace)
+        if trace.get("text") is not None or trace.get("texttemplate"):  # bar values and cell text: a size of their own
+            trace = _with_font(trace, "textfont", PROJECTOR_MIN_SIZE)
         if isinstance(trace.get("colorbar"), dict):  # a colour bar's ticks and title with sizes of their own
             trace["colorbar"] = _titled(_with_font(trace["colorbar"], "tickfont", PROJECTOR_MIN_SIZE),
                                         PROJECTOR_LABEL_SIZE)

@@ -87,7 +87,7 @@ def test_the_projector_setting_comes_from_the_link_reaches_every_chart_and_stays
 
     at = new_app(present="1").run()
     assert not at.exception and at.session_state["shared.present"] is True
-    assert renderer_payload(at)["font"] == 24  # the attention view's labels
+    assert renderer_payload(at)["font"] == 20  # the attention view's labels
     assert any("font-size: 24px" in html.proto.body for html in at.get("html"))
     assert param(at, "present") == "1"
     at.switch_page("pages/positional.py").run()

@@ -35,7 +35,7 @@ SIZES = """() => {
     const secondary = '[data-testid=stCaptionContainer], label, button, [role=tab], table, small, sub, sup, code';
     if (paragraph && !el.closest(secondary)
         && px < 24) body.push(`${text.slice(0, 40)} (${px} px)`);
-    if (el.closest('.xtick, .ytick, .legendtext, .cbaxis, .ib-attention') && px < 20)
+    if (el.closest('.xtick, .ytick, .legendtext, .cbaxis, .bartext, .ib-attention') && px < 20)
       labels.push(`${text.slice(0, 40)} (${px} px)`);
   }
   for (const view of document.querySelectorAll('.ib-attention')) {

@@ -114,7 +114,7 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
     lines tabs), ``filters`` (pair filter, hide [CLS]/[SEP], merge word pieces), ``layerHead``.
     ``encode(layer)`` and ``grid`` let a caller reuse encodings it keeps (``encode_layer``, ``grid_codes``;
     or ``deflate_layer``'s bytes, for ``binary_payload``). ``font``: the size of every label in px (the
-    projector setting draws at ``vizcore.plot.PROJECTOR_FONT_SIZE``).
+    projector setting draws at ``vizcore.plot.PROJECTOR_MIN_SIZE``).
     """
     if not (0 <= layer < result.num_layers and 0 <= head < result.num_heads):
         raise VizError(f"Layer {layer + 1}, head {head + 1} is not in this model "

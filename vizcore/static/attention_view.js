@@ -23,7 +23,7 @@
   // Sentence A blue, B orange and in italics: told apart with colour-blindness, and without colour.
   const SEGMENT_COLOURS = ["#1f5fa8", "#c2410c"];
   const LINE_THRESHOLD = 0.01;
-  const LEGEND_WIDTH = 170;
+  const LEGEND_WIDTH = 170;  // px at the default font; legendWidth() scales it with a payload's font
   const TABLE_ROWS = 20;  // the heatmap's largest weights in its text alternative
   const VIEW_NAMES = {heatmap: "Heatmap", grid: "All heads", lines: "Head view"};
   const PAIR_FILTERS = ["all", "A->B", "B->A", "A->A", "B->B"];
@@ -422,8 +422,10 @@
         ctx.fillText((low + (high - low) * t).toFixed(digits), x + 26, y + height * (1 - t));
       });
       ctx.textBaseline = "bottom";
-      ctx.fillText(scale.quantity, x, y - 16, LEGEND_WIDTH - 12);
+      ctx.fillText(scale.quantity, x, y - 16, legendWidth() - 20);
     }
+
+    function legendWidth() { return Math.round(LEGEND_WIDTH * FONT / DEFAULT_FONT); }  // grows with the labels
 
     function labelStep(cell) { return Math.max(1, Math.ceil((FONT + 2) / cell)); }
 
@@ -453,9 +455,9 @@
       const rowLabels = m.rows.map(function (g) { return g.label; });
       const colLabels = m.cols.map(function (g) { return g.label; });
       const left = widest(probe, rowLabels, 260), top = widest(probe, colLabels, 200);
-      const avail = Math.max(320, (stage.clientWidth || el.clientWidth || 900) - left - LEGEND_WIDTH - 8);
-      const cell = Math.max(1, Math.min(40, Math.floor(avail / C)));
-      const width = left + C * cell + LEGEND_WIDTH, height = top + R * cell + 8;
+      const avail = Math.max(320, (stage.clientWidth || el.clientWidth || 900) - left - legendWidth() - 8);
+      const cell = Math.max(1, Math.min(Math.round(40 * FONT / DEFAULT_FONT), Math.floor(avail / C)));
+      const width = left + C * cell + legendWidth(), height = top + R * cell + 8;
       const drawn = canvasFor(width, height), ctx = drawn.ctx;
       ctx.imageSmoothingEnabled = false;
       ctx.drawImage(image(m.values, R, C, state.p.scales.weight), left, top, C * cell, R * cell);
@@ -548,9 +550,9 @@
       const p = state.p, L = p.numLayers, H = p.numHeads, c = p.grid.cells, codes = gridCodes();
       const probe = canvasFor(1, 1).ctx;
       const left = widest(probe, ["L" + L], 80), top = FONT + 14, gap = 8;
-      const avail = (stage.clientWidth || el.clientWidth || 900) - left - LEGEND_WIDTH;
+      const avail = (stage.clientWidth || el.clientWidth || 900) - left - legendWidth();
       const thumb = Math.max(24, Math.min(96, Math.floor(avail / H) - gap));
-      const pitch = thumb + gap, width = left + H * pitch + LEGEND_WIDTH, height = top + L * pitch + 8;
+      const pitch = thumb + gap, width = left + H * pitch + legendWidth(), height = top + L * pitch + 8;
       const drawn = canvasFor(width, height), ctx = drawn.ctx;
       ctx.imageSmoothingEnabled = false;
       const values = new Float32Array(c * c), scale = p.scales.grid;
