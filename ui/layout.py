@@ -107,6 +107,24 @@ def for_screen(figure: T) -> T:
     return for_projector(figure)
 
 
+def fitted(figure: T) -> T:
+    """A copy of ``figure`` without a height of its own, for ``height="stretch"``: it takes its container's height
+    (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``)."""
+    if hasattr(figure, "to_plotly_json"):
+        import plotly.graph_objects as go
+
+        fitted_figure = go.Figure(figure)
+        fitted_figure.update_layout(height=None, autosize=True)
+        if fitted_figure.layout.title.text:  # above the plot and its top axis, in the margin it makes room in
+            fitted_figure.update_layout(title={"automargin": True, "yref": "paper", "y": 1, "yanchor": "bottom",
+                                               "pad": {"b": 8}})
+        return fitted_figure
+    try:
+        return figure.properties(height="container")
+    except (AttributeError, ValueError):  # a chart made of several (concat, facet) keeps its own heights
+        return figure
+
+
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:
     """Tabs that run only the open one: a click on a tab reruns the page with it open (``on_change="rerun"``),
     and ``tab.open`` is True for that tab alone, so a page draws ``if tab.open:`` what it shows there. Step by

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from vizcore.lessons.answers import Answer
+from vizcore.lessons.lesson import Step
+
 ACTIONS = ("next", "previous", "first", "last")
 
 
@@ -35,3 +38,13 @@ def move(course: Mapping[str, int], lesson: str, step: int, action: str) -> tupl
     if step > 1:
         return lesson, step - 1
     return (ids[at - 1], course[ids[at - 1]]) if at > 0 else (lesson, step)
+
+
+def speaker_notes(step: Step, answer: Answer | None) -> list[str]:
+    """A step's speaker notes as paragraphs: the file's ``notes`` when it has them, else the claim; then what the
+    class is asked to do, and the question with its answer computed from the model (``answer``, None when the
+    step has no question or its view could not be computed)."""
+    notes = [step.notes or step.claim, f"Task: {step.task}"]
+    if step.question is not None and answer is not None:
+        notes.append(f"Question: {step.question.text} Answer: {answer.right} ({answer.reason}).")
+    return notes
