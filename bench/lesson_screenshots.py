@@ -52,19 +52,21 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8606)
     parser.add_argument("--size", default="1024x768", help="the window, WIDTHxHEIGHT (1024x768, 1280x720)")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/images alone")
+    parser.add_argument("--url", help="a server already running (else one is started on --port)")
     args = parser.parse_args()
     size = tuple(int(n) for n in args.size.lower().split("x"))
     from playwright.sync_api import sync_playwright
 
-    server = start_server(args.port)
+    server = None if args.url else start_server(args.port)
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            written = shoot(browser, f"http://localhost:{args.port}", size, not args.no_docs)
+            written = shoot(browser, args.url or f"http://localhost:{args.port}", size, not args.no_docs)
             browser.close()
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
     print("\n".join(str(p) for p in written))
 
 

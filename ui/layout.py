@@ -17,6 +17,7 @@ the bar in a room, #666666 on white is 5.7:1); and ``for_screen`` re-lays every 
 
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence, TypeVar
 
 import streamlit as st
@@ -107,22 +108,22 @@ def for_screen(figure: T) -> T:
     return for_projector(figure)
 
 
-def fitted(figure: T) -> T:
+def fitted(figure: T) -> tuple[T, str]:
     """A copy of ``figure`` without a height of its own, for ``height="stretch"``: it takes its container's height
-    (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``)."""
+    (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``); and its title as plain text, taken
+    out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels)."""
     if hasattr(figure, "to_plotly_json"):
         import plotly.graph_objects as go
 
         fitted_figure = go.Figure(figure)
-        fitted_figure.update_layout(height=None, autosize=True)
-        if fitted_figure.layout.title.text:  # above the plot and its top axis, in the margin it makes room in
-            fitted_figure.update_layout(title={"automargin": True, "yref": "paper", "y": 1, "yanchor": "bottom",
-                                               "pad": {"b": 8}})
-        return fitted_figure
+        title = re.sub(r"<[^>]+>", " ", fitted_figure.layout.title.text or "")
+        # the top margin only for what the axes need (their automargin grows it)
+        fitted_figure.update_layout(height=None, autosize=True, title_text=None, margin_t=PROJECTOR_PX)
+        return fitted_figure, " ".join(title.split())
     try:
-        return figure.properties(height="container")
+        return figure.properties(height="container"), ""
     except (AttributeError, ValueError):  # a chart made of several (concat, facet) keeps its own heights
-        return figure
+        return figure, ""
 
 
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:

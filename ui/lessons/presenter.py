@@ -221,9 +221,23 @@ PRESENTER_CSS = """
 [data-testid="stLayoutWrapper"]:has(> .st-key-lessons-figures) {
   flex: 1 1 0 !important; min-height: 0 !important; display: flex; flex-direction: column;
 }
-.st-key-lessons-step { flex: 1 1 0 !important; min-height: 0; gap: 0.5rem; overflow: hidden; }
+.st-key-lessons-step { flex: 1 1 0 !important; min-height: 0; gap: 0.5rem; }
 .st-key-lessons-figures { flex: 1 1 0 !important; min-height: 0 !important; }
+.st-key-lessons-figures { overflow: hidden; }
+.st-key-lessons-figures [data-testid="stVerticalBlock"] { min-height: 0; flex: 1 1 0; }
+.st-key-lessons-figures [data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]) {
+  flex: 1 1 0 !important; min-height: 0 !important; height: auto !important;
+}
+.st-key-lessons-figures [data-testid="stPlotlyChart"], .st-key-lessons-figures .js-plotly-plot {
+  height: 100% !important; min-height: 0 !important;
+}
+.st-key-lessons-heading { flex-wrap: nowrap !important; }
 .st-key-lessons-heading h1 { font-size: 36px; line-height: 1.2; padding: 0; }
+.st-key-lessons-heading [data-testid="stCaptionContainer"] { white-space: nowrap; }
+.st-key-lessons-question { flex-wrap: wrap !important; }
+.st-key-lessons-question [role="radiogroup"] { gap: 0 1.25rem !important; }
+.st-key-lessons-question [role="radiogroup"] label { padding-top: 0 !important; padding-bottom: 0 !important;
+  min-height: 0 !important; }
 .st-key-lessons-step [data-testid="stMarkdownContainer"] p, .st-key-lessons-question [data-testid="stWidgetLabel"] p {
   font-size: 28px; line-height: 1.35;
 }

@@ -46,17 +46,28 @@ def _query_params(step: Step, model: str, device: str, text: str) -> dict:
 
 def _figures(view: View, key: str, fill: bool) -> None:
     """The view's figures; ``fill`` (presenter mode): side by side in the room the step's text leaves (the
-    container ``lessons-figures`` takes the rest of the screen, ``PRESENTER_CSS``; each chart its height)."""
+    container ``lessons-figures`` takes the rest of the screen, ``PRESENTER_CSS``), each chart as high as that
+    room with its title written above it."""
     if view.caption:
         st.caption(view.caption)
-    height = "stretch" if fill else "content"
-    with st.container(key=f"{PAGE}-figures", horizontal=fill, height=height):
+    if not fill:
         for i, figure in enumerate(view.figures):
-            shown = fitted(for_screen(figure)) if fill else for_screen(figure)
-            if hasattr(figure, "to_plotly_json"):
-                st.plotly_chart(shown, key=f"{key}.figure{i}", config=CHART, height=height)
-            else:
-                st.altair_chart(shown, key=f"{key}.figure{i}", height=height)
+            _chart(for_screen(figure), f"{key}.figure{i}", "content")
+        return
+    with st.container(key=f"{PAGE}-figures", horizontal=True, height="stretch"):
+        for i, figure in enumerate(view.figures):
+            shown, title = fitted(for_screen(figure))
+            with st.container(height="stretch", gap="small"):
+                if title:
+                    st.caption(f"**{plain(title)}**")
+                _chart(shown, f"{key}.figure{i}", "stretch")
+
+
+def _chart(figure, key: str, height: str) -> None:
+    if hasattr(figure, "to_plotly_json"):
+        st.plotly_chart(figure, key=key, config=CHART, height=height)
+    else:
+        st.altair_chart(figure, key=key, height=height)
 
 
 def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> None:
