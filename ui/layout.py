@@ -63,6 +63,7 @@ button:focus-visible, a:focus-visible, summary:focus-visible, [role="tab"]:focus
 
 
 PROJECTOR_PX = 24
+PROJECTOR_LABEL_PX = 20  # vizcore.plot.PROJECTOR_MIN_SIZE: chart labels on a projector
 
 PROJECTOR_CSS = f"""
 <style>
@@ -119,11 +120,17 @@ def fitted(figure: T) -> tuple[T, str]:
         title = re.sub(r"<[^>]+>", " ", fitted_figure.layout.title.text or "")
         # the top margin only for what the axes need (their automargin grows it)
         fitted_figure.update_layout(height=None, autosize=True, title_text=None, margin_t=PROJECTOR_PX)
+        # text on bars that plotly would shrink to fit them (11 px in a short chart) is left out below the labels' size
+        fitted_figure.update_layout(uniformtext={"minsize": PROJECTOR_LABEL_PX, "mode": "hide"})
+        # a log axis's powers of ten: plotly draws the exponent in a superscript at 0.77 of the label (18 px)
+        fitted_figure.update_xaxes(exponentformat="e", selector={"type": "log"})
+        fitted_figure.update_yaxes(exponentformat="e", selector={"type": "log"})
         return fitted_figure, " ".join(title.split())
-    try:
+    import altair as alt
+
+    if isinstance(figure, (alt.Chart, alt.LayerChart)):
         return figure.properties(height="container"), ""
-    except (AttributeError, ValueError):  # a chart made of several (concat, facet) keeps its own heights
-        return figure, ""
+    return figure, ""  # a chart made of several (concat, facet) keeps its own heights
 
 
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:

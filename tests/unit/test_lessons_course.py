@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vizcore.lessons.course import move
+from vizcore.lessons.course import move, speaker_notes
 from vizcore.lessons.lesson import load_lessons
 
 COURSE = {"a": 3, "b": 1, "c": 2}
@@ -57,3 +57,16 @@ def test_a_clicker_walks_every_step_of_the_real_course():
 def test_a_bad_move_is_refused_with_what_is_wrong(lesson, step, action, message):
     with pytest.raises(ValueError, match=message):
         move(COURSE, lesson, step, action)
+
+
+def test_speaker_notes_are_the_files_notes_or_else_the_claim_then_the_task_and_the_answer():
+    from vizcore.lessons.answers import Answer
+
+    lesson = load_lessons()[0]
+    with_notes, without = lesson.steps[0], lesson.steps[2]
+    assert with_notes.notes and without.notes == ""
+    answer = Answer(choices=["a", "b"], right="b", reason="b gets 0.70")
+    notes = speaker_notes(without, answer)
+    question = f"Question: {without.question.text} Answer: b (b gets 0.70)."
+    assert notes == [without.claim, f"Task: {without.task}", question]
+    assert speaker_notes(with_notes, None) == [with_notes.notes, f"Task: {with_notes.task}"]
