@@ -109,10 +109,11 @@ def for_screen(figure: T) -> T:
     return for_projector(figure)
 
 
-def fitted(figure: T) -> tuple[T, str]:
+def fitted(figure: T) -> tuple[T, str | None]:
     """A copy of ``figure`` without a height of its own, for ``height="stretch"``: it takes its container's height
     (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``); and its title as plain text, taken
-    out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels)."""
+    out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels). A chart
+    made of several (altair's concat and facet) keeps its own heights: its title is None (draw it at its height)."""
     if hasattr(figure, "to_plotly_json"):
         import plotly.graph_objects as go
 
@@ -130,7 +131,7 @@ def fitted(figure: T) -> tuple[T, str]:
 
     if isinstance(figure, (alt.Chart, alt.LayerChart)):
         return figure.properties(height="container"), ""
-    return figure, ""  # a chart made of several (concat, facet) keeps its own heights
+    return figure, None
 
 
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:

@@ -60,7 +60,7 @@ def _figures(view: View, key: str, fill: bool) -> None:
             with st.container(height="stretch", gap="small"):
                 if title:
                     st.caption(f"**{plain(title)}**")
-                _chart(shown, f"{key}.figure{i}", "stretch")
+                _chart(shown, f"{key}.figure{i}", "stretch" if title is not None else "content")
 
 
 def _chart(figure, key: str, height: str) -> None:
