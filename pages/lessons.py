@@ -3,36 +3,48 @@ task and a question whose answer is computed from those numbers.
 
 Lessons: vizcore/lessons/data/*.toml (format: vizcore/lessons/lesson.py, docs/LESSONS.md) · step kinds:
 vizcore/lessons/kinds.py (each calls an existing computation and figure) · answers: vizcore/lessons/answers.py
-UI: ui/lessons/ (page: state, link, cached views; step: one step drawn). URL: /lessons?lesson=attention&step=3
+UI: ui/lessons/ (page: state, link, cached views; step: one step drawn; presenter: presenter mode, its keys and the
+speaker notes). URL: /lessons?lesson=attention&step=3 · presenter mode: &present=1 · notes: ?notes=1&presenter=ID
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.lessons import page
+from ui.lessons import page, presenter
 from ui.lessons.step import draw_step
-from ui.state import selection
+from ui.state import presenting, selection
 
-st.title("Lessons: the Transformer, step by step")
 lessons = page.lessons_or_stop()
-url_state.warn(url_state.read(page.LINK))
+problems = url_state.read(page.LINK)
+if st.session_state.get(presenter.KEY_NOTES) == "1":
+    presenter.notes_window(lessons)
+    st.stop()
+if not presenting():
+    st.title("Lessons: the Transformer, step by step")
+url_state.warn(problems)
 lesson, number = page.settle(lessons)
 sel = selection()
 
 st.session_state[f"{page.PAGE}.picker"] = lesson.id
-st.selectbox("Lesson", list(lessons), key=f"{page.PAGE}.picker", format_func=lambda i: lessons[i].title,
-             on_change=page.on_lesson_picked)
-st.text_input("Sentence (the lesson's, or type your own)", key=page.KEY_TEXT)
+chrome = st.sidebar if presenting() else st.container()
+with chrome:
+    st.selectbox("Lesson", list(lessons), key=f"{page.PAGE}.picker", format_func=lambda i: lessons[i].title,
+                 on_change=page.on_lesson_picked)
+    st.text_input("Sentence (the lesson's, or type your own)", key=page.KEY_TEXT)
 text = st.session_state[page.KEY_TEXT].strip() or lesson.sentence
 
 total = len(lesson.steps)
-with st.container(horizontal=True, vertical_alignment="center"):
+with chrome, st.container(horizontal=True, vertical_alignment="center"):
     st.button("← Previous", key=f"{page.PAGE}.previous", disabled=number == 1, on_click=page.go_to,
               args=(lesson.id, number - 1))
     st.markdown(f"Step **{number}** of **{total}**")
     st.button("Next →", key=f"{page.PAGE}.next", disabled=number == total, on_click=page.go_to,
               args=(lesson.id, number + 1))
 
+link = {"lesson": lesson.id, "step": number, "text": text}
+if presenting():
+    link["presenter"] = presenter.presenter_id()
+    presenter.presenter_chrome(lessons, lesson, number, text, sel)
 with st.container(key=f"{page.PAGE}-step"):
     draw_step(lesson, number, sel.model, sel.device, text)
-url_state.write({"lesson": lesson.id, "step": number, "text": text})
+url_state.write(link)

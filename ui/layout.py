@@ -17,6 +17,7 @@ the bar in a room, #666666 on white is 5.7:1); and ``for_screen`` re-lays every 
 
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence, TypeVar
 
 import streamlit as st
@@ -62,6 +63,7 @@ button:focus-visible, a:focus-visible, summary:focus-visible, [role="tab"]:focus
 
 
 PROJECTOR_PX = 24
+PROJECTOR_LABEL_PX = 20  # vizcore.plot.PROJECTOR_MIN_SIZE: chart labels on a projector
 
 PROJECTOR_CSS = f"""
 <style>
@@ -105,6 +107,31 @@ def for_screen(figure: T) -> T:
     from vizcore.plot import for_projector
 
     return for_projector(figure)
+
+
+def fitted(figure: T) -> tuple[T, str | None]:
+    """A copy of ``figure`` without a height of its own, for ``height="stretch"``: it takes its container's height
+    (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``); and its title as plain text, taken
+    out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels). A chart
+    made of several (altair's concat and facet) keeps its own heights: its title is None (draw it at its height)."""
+    if hasattr(figure, "to_plotly_json"):
+        import plotly.graph_objects as go
+
+        fitted_figure = go.Figure(figure)
+        title = re.sub(r"<[^>]+>", " ", fitted_figure.layout.title.text or "")
+        # the top margin only for what the axes need (their automargin grows it)
+        fitted_figure.update_layout(height=None, autosize=True, title_text=None, margin_t=PROJECTOR_PX)
+        # text on bars that plotly would shrink to fit them (11 px in a short chart) is left out below the labels' size
+        fitted_figure.update_layout(uniformtext={"minsize": PROJECTOR_LABEL_PX, "mode": "hide"})
+        # a log axis's powers of ten: plotly draws the exponent in a superscript at 0.77 of the label (18 px)
+        fitted_figure.update_xaxes(exponentformat="e", selector={"type": "log"})
+        fitted_figure.update_yaxes(exponentformat="e", selector={"type": "log"})
+        return fitted_figure, " ".join(title.split())
+    import altair as alt
+
+    if isinstance(figure, (alt.Chart, alt.LayerChart)):
+        return figure.properties(height="container"), ""
+    return figure, None
 
 
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:

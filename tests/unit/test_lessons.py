@@ -84,6 +84,7 @@ def write(tmp_path, body: str, name: str = "01-x.toml"):
      'right = "c"\nwhy = "w"\n', "'c' is not among the choices"),
     (GOOD_STEP.replace('title = "T"\n', "") * 4, "step 1: 'title' must be a non-empty string"),
     ("steps = [", "cannot read the lesson"),
+    (GOOD_STEP * 3 + GOOD_STEP.replace('task = "A task."', 'task = "A task."\nnotes = 3'), "step 4: 'notes' must be"),
 ])
 def test_a_broken_lesson_file_is_refused_with_its_name_and_step(tmp_path, body, message):
     with pytest.raises(VizError, match="^01-x.toml") as error:

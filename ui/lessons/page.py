@@ -37,8 +37,11 @@ def lessons_or_stop() -> dict[str, Lesson]:
 
 # The lesson's id is checked against the lesson files and the step against that lesson's steps where the page
 # settles them (``settle``): a bad one is reported and the first lesson or step opens instead.
+# Presenter mode (ui/lessons/presenter.py): the presenter's id, and the speaker notes window (notes=1).
 LINK = url_state.Link(PAGE, {"lesson": (KEY_LESSON, url_state.Choice()), "step": (KEY_STEP, url_state.Integer(1)),
-                             "text": (KEY_TEXT, url_state.Text())})
+                             "text": (KEY_TEXT, url_state.Text()),
+                             "presenter": (f"{PAGE}.presenter", url_state.Text()),
+                             "notes": (f"{PAGE}.notes", url_state.OneOf(("1", "0")))})
 
 
 class AppSource:

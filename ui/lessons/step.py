@@ -8,8 +8,9 @@ import html
 import streamlit as st
 
 from ui.feedback import CHART, or_none, plain
-from ui.layout import for_screen
+from ui.layout import fitted, for_screen
 from ui.lessons.page import KEY_CHECKED, KEY_QUERY, PAGE, frozen, get_view
+from ui.state import presenting
 from vizcore.errors import VizError
 from vizcore.lessons.answers import ANSWERS, Answer
 from vizcore.lessons.kinds import KINDS, query_position
@@ -32,19 +33,41 @@ def _query_params(step: Step, model: str, device: str, text: str) -> dict:
     default = query_position(run.tokens, params)
     if not isinstance(st.session_state.get(KEY_QUERY), int) or not 0 <= st.session_state[KEY_QUERY] < len(labels):
         st.session_state[KEY_QUERY] = default
-    params["query_index"] = st.selectbox("Query token (the word that asks)", range(len(labels)), key=KEY_QUERY,
-                                         format_func=labels.__getitem__)
+    label = "Query token (the word that asks)"
+    if not presenting():
+        params["query_index"] = st.selectbox(label, range(len(labels)), key=KEY_QUERY, format_func=labels.__getitem__)
+        return params
+    with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-query-row"):
+        st.markdown(label, width="content")
+        params["query_index"] = st.selectbox(label, range(len(labels)), key=KEY_QUERY, width=260,
+                                             format_func=labels.__getitem__, label_visibility="collapsed")
     return params
 
 
-def _figures(view: View, key: str) -> None:
+def _figures(view: View, key: str, fill: bool) -> None:
+    """The view's figures; ``fill`` (presenter mode): side by side in the room the step's text leaves (the
+    container ``lessons-figures`` takes the rest of the screen, ``PRESENTER_CSS``), each chart as high as that
+    room with its title written above it."""
     if view.caption:
         st.caption(view.caption)
-    for i, figure in enumerate(view.figures):
-        if hasattr(figure, "to_plotly_json"):
-            st.plotly_chart(for_screen(figure), key=f"{key}.figure{i}", config=CHART)
-        else:
-            st.altair_chart(for_screen(figure), key=f"{key}.figure{i}")
+    if not fill:
+        for i, figure in enumerate(view.figures):
+            _chart(for_screen(figure), f"{key}.figure{i}", "content")
+        return
+    with st.container(key=f"{PAGE}-figures", horizontal=True, height="stretch"):
+        for i, figure in enumerate(view.figures):
+            shown, title = fitted(for_screen(figure))
+            with st.container(height="stretch", gap="small"):
+                if title:
+                    st.caption(f"**{plain(title)}**")
+                _chart(shown, f"{key}.figure{i}", "stretch" if title is not None else "content")
+
+
+def _chart(figure, key: str, height: str) -> None:
+    if hasattr(figure, "to_plotly_json"):
+        st.plotly_chart(for_screen(figure), key=key, config=CHART, height=height)
+    else:
+        st.altair_chart(for_screen(figure), key=key, height=height)
 
 
 def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> None:
@@ -54,11 +77,14 @@ def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) ->
     except VizError as error:
         st.error(str(error))
         return
-    st.subheader("Predict, then check")
+    if not presenting():
+        st.subheader("Predict, then check")
     where = (lesson.id, number, text)
-    choice = st.radio(question.text, answer.choices, index=None, key=f"{PAGE}.choice.{lesson.id}.{number}")
-    if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
-        st.session_state[KEY_CHECKED] = (*where, choice)
+    with st.container(horizontal=presenting(), vertical_alignment="bottom", key=f"{PAGE}-question"):
+        choice = st.radio(question.text, answer.choices, index=None, key=f"{PAGE}.choice.{lesson.id}.{number}",
+                          horizontal=presenting())
+        if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
+            st.session_state[KEY_CHECKED] = (*where, choice)
     checked = st.session_state.get(KEY_CHECKED)
     if checked and checked[:3] == where and checked[3] in answer.choices:
         if answer.verdict(checked[3]):
@@ -69,15 +95,22 @@ def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) ->
 
 def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -> None:
     """Step ``number`` (1-based) of ``lesson`` on ``text``; the marker with ``data-lesson`` and ``data-step`` is
-    drawn last, once the step's view is on screen."""
+    drawn last, once the step's view is on screen. In presenter mode (``presenting()``) the step fills the
+    screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left."""
     step = lesson.steps[number - 1]
-    st.subheader(f"{number}. {step.title}")
+    if presenting():
+        with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-heading"):
+            st.title(f"{number}. {step.title}")
+            st.caption(f"{plain(lesson.title)} · {number} / {len(lesson.steps)}", width="content")
+    else:
+        st.subheader(f"{number}. {step.title}")
     st.markdown(plain(step.claim))
     params = _query_params(step, model, device, text)
     view = or_none(get_view, model, device, text, step.kind, frozen(params))
     if view is not None:
-        _figures(view, f"{PAGE}.{lesson.id}.{number}")
-    st.markdown(f"**Your turn:** {plain(step.task)}")
+        _figures(view, f"{PAGE}.{lesson.id}.{number}", fill=presenting())
+    if not presenting():
+        st.markdown(f"**Your turn:** {plain(step.task)}")
     if step.question is not None and view is not None:
         _question(lesson, number, step, view, text)
     st.html(f'<div class="lesson-step" data-lesson="{html.escape(lesson.id)}" data-step="{number}"></div>')

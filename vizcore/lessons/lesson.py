@@ -11,6 +11,7 @@ file name (``01-attention.toml`` ...)::
     title = "Scores"
     claim = "..."                     # one short claim, at most MAX_CLAIM_WORDS words
     task = "..."                      # one thing to do
+    notes = "..."                     # optional: the presenter's speaker notes (else the claim and the answer)
     view = { kind = "query_steps", layer = 3, head = 1, show = "scores" }   # a kind of vizcore.lessons.kinds
     [steps.question]                  # optional: predict, then reveal
     text = "Which key gets the largest q·k?"
@@ -53,6 +54,7 @@ class Step:
     kind: str  # a name in kinds.KINDS
     params: Mapping[str, object]  # the kind's defaults, overridden by the file
     question: Question | None
+    notes: str = ""  # the presenter's speaker notes; empty: the notes window shows the claim and the answer
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,11 @@ def _step(table: object, where: str) -> Step:
     for name, options in KINDS[kind].choices.items():
         if params[name] not in options:
             raise VizError(f"{where}: the kind '{kind}' has no {name} '{params[name]}'; one of {', '.join(options)}.")
+    notes = table.get("notes", "")
+    if not isinstance(notes, str):
+        raise VizError(f"{where}: 'notes' must be a string.")
     return Step(title=_text(table, "title", where), claim=claim, task=task, kind=kind, params=params,
-                question=_question(table.get("question"), kind, where))
+                question=_question(table.get("question"), kind, where), notes=notes.strip())
 
 
 def load_lesson(path: Path) -> Lesson:
