@@ -283,6 +283,7 @@ PROJECTOR_SCALE = PROJECTOR_FONT_SIZE / FONT_SIZE
 PROJECTOR_LABEL_SIZE = 22  # axis, colour-bar and subplot titles
 PROJECTOR_MAX_TICKS = 32  # tick labels on one axis at 20 px (64 at 14 px)
 PROJECTOR_TITLE_CHARS = 60  # a chart title's line at 27 px in a 1024-px window
+PROJECTOR_MARK = "projector"  # in a re-laid figure's layout.meta (plotly) or usermeta (vega-lite): done once
 _ALTAIR_FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "symbolSize")
 
 
@@ -295,7 +296,7 @@ def for_projector(figure):
     """A copy of a plotly or altair figure re-laid for a projector: every font scaled from the house size to
     ``PROJECTOR_FONT_SIZE`` (none below ``PROJECTOR_MIN_SIZE``), the height and margins grown by as much, axes
     that make room for their labels, and at most ``PROJECTOR_MAX_TICKS`` labels on an axis. The figure itself
-    is left as it was (a cached figure is shared)."""
+    is left as it was (a cached figure is shared); a figure re-laid already comes back as it is."""
     if isinstance(figure, go.Figure):
         return _plotly_for_projector(figure)
     return _altair_for_projector(figure)
@@ -362,7 +363,11 @@ def _thinned_axis(axis: dict) -> dict:
 
 def _plotly_for_projector(fig: go.Figure) -> go.Figure:
     spec = fig.to_plotly_json()
+    meta = spec.get("layout", {}).get("meta")
+    if isinstance(meta, dict) and meta.get(PROJECTOR_MARK):
+        return fig  # re-laid already: once more would scale its fonts again
     layout = _grown_fonts(spec.get("layout", {}))
+    layout["meta"] = {**(meta if isinstance(meta, dict) else {}), PROJECTOR_MARK: True}
     layout["font"] = {**layout.get("font", {}), "size": PROJECTOR_FONT_SIZE}
     layout["legend"] = _with_font(layout.get("legend", {}), "font", PROJECTOR_MIN_SIZE)
     layout["annotations"] = [_with_font(note, "font", PROJECTOR_LABEL_SIZE) for note in layout.get("annotations", [])]
@@ -392,7 +397,10 @@ def _plotly_for_projector(fig: go.Figure) -> go.Figure:
 
 
 def _altair_for_projector(chart):
+    if (chart.to_dict().get("usermeta") or {}).get(PROJECTOR_MARK):
+        return chart
     spec = _grown_altair(chart.to_dict())
+    spec["usermeta"] = {**(spec.get("usermeta") or {}), PROJECTOR_MARK: True}
     config = spec.setdefault("config", {})  # vega-lite's own defaults are 10-13 px: each size set
     for group, sizes in (("axis", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
                          ("legend", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),

@@ -72,6 +72,16 @@ def test_every_text_of_a_chart_is_at_least_20_px_on_a_projector_and_the_chart_gr
     assert layout["height"] == round(before["layout"]["height"] * grown)
 
 
+def test_re_laying_twice_is_re_laying_once():
+    import altair as alt
+    import pandas as pd
+
+    once = for_projector(charts()["attention"])
+    assert json.loads(for_projector(once).to_json()) == json.loads(once.to_json())
+    chart = alt.Chart(pd.DataFrame({"x": [0, 1]})).mark_point().encode(x="x:Q")
+    assert for_projector(for_projector(chart)).to_dict() == for_projector(chart).to_dict()
+
+
 def test_a_long_title_is_broken_onto_lines_and_the_chart_moves_down_for_them():
     figure = charts()["layer x head"]
     shown = for_projector(figure)
