@@ -379,6 +379,10 @@ def _plotly_for_projector(fig: go.Figure) -> go.Figure:
             layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + 32 * lines_added}
     for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
         layout[name] = _thinned_axis(layout.get(name, {}))
+    for name in [k for k in layout if k.startswith("coloraxis")]:  # a colour bar shared by subplots
+        if isinstance(layout[name].get("colorbar"), dict):
+            layout[name] = {**layout[name], "colorbar": _titled(
+                _with_font(layout[name]["colorbar"], "tickfont", PROJECTOR_MIN_SIZE), PROJECTOR_LABEL_SIZE)}
     if layout.get("height"):
         layout["height"] = round(layout["height"] * PROJECTOR_SCALE)
     if layout.get("margin"):

@@ -91,6 +91,17 @@ def test_a_long_title_is_broken_onto_lines_and_the_chart_moves_down_for_them():
     assert shown.layout.margin.t > round(figure.layout.margin.t * PROJECTOR_FONT_SIZE / 16)
 
 
+def test_a_colour_bar_shared_by_subplots_gets_sizes_too():
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=1, cols=2)
+    for col in (1, 2):
+        figure.add_trace(go.Heatmap(z=[[0.1, 0.9]], coloraxis="coloraxis"), row=1, col=col)
+    figure.update_layout(coloraxis={"colorbar": {"title": {"text": "share"}}}, font={"size": 16})
+    colorbar = for_projector(figure).layout.coloraxis.colorbar
+    assert colorbar.title.font.size >= PROJECTOR_MIN_SIZE and colorbar.tickfont.size >= PROJECTOR_MIN_SIZE
+
+
 def test_at_most_32_labels_an_axis():
     tokens = [f"w{i}" for i in range(100)]
     figure = attention_heatmap(np.full((100, 100), 0.01), tokens)
