@@ -332,12 +332,17 @@ def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
     at the view's control (the window scrolled to it): the view is what it shows."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     for view, (kind, control) in views:
-        if kind == "tab":
-            control(page).click()
-            wait_until_idle(page, quiet_ms=500)
-        else:
-            run_and_wait(page, control(page).click)
-        assert page.locator('[data-testid="stException"]').count() == 0, f"{name} {view}"
+        open_view(page, f"{name} {view}", kind, control)
         # the view's control at the top of the window, so that the screenshot shows the view, not the heading
         control(page).evaluate("element => element.scrollIntoView({block: 'start'})")
         assert_fits_the_laptop(page, f"{name}-{view}")
+
+
+def open_view(page, name: str, kind: str, control) -> None:
+    """Click a view's control as a user does and wait until it is drawn, with no exception on the page."""
+    if kind == "tab":
+        control(page).click()
+        wait_until_idle(page, quiet_ms=500)
+    else:
+        run_and_wait(page, control(page).click)
+    assert page.locator('[data-testid="stException"]').count() == 0, name

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.e2e import test_embeddings_browser, test_generate_browser, test_translate_browser
-from tests.e2e.conftest import LAPTOP, assert_accessible, run_and_wait, screenshot, wait_until_idle
+from tests.e2e.conftest import LAPTOP, assert_accessible, open_view, screenshot, wait_until_idle
 from tests.e2e.test_direct_links_browser import CASES, VIEWS
 
 # Streamlit's key for the theme a user chose (frontend utils: `stActiveTheme-${location.pathname}-v2`)
@@ -44,12 +44,7 @@ def test_every_page_and_view_passes_axe_core_in_the_dark_theme(dark, app_url, na
         screenshot(page, f"dark-{name}")
         assert_accessible(page, f"{name} (dark)")
         for view, (kind, control) in views:
-            if kind == "tab":
-                control(page).click()
-                wait_until_idle(page, quiet_ms=500)
-            else:
-                run_and_wait(page, control(page).click)
-            assert page.locator('[data-testid="stException"]').count() == 0, f"{name} {view}"
+            open_view(page, f"{name} {view}", kind, control)
             assert_accessible(page, f"{name}-{view} (dark)")
     finally:
         page.close()
