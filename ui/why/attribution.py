@@ -17,7 +17,6 @@ from ui.layout import for_screen
 from ui.state import get_model
 from ui.why import page as why
 from ui.why.page import Classifier, WhyContext
-from vizcore.finetune.classify import predict_proba
 from vizcore.plot import display_tokens
 from vizcore.why.attribution import (
     BASELINE,
@@ -64,7 +63,7 @@ def show(ctx: WhyContext) -> dict:
                       help=f"Points of the path integral (Gauss-Legendre). {DEFAULT_STEPS} keep the completeness "
                            "gap under 1 % on the example sentences; raise them when the gap below is larger.")
     if explain == "class":
-        label = _choose_class(ctx.classifier, ctx.sentence)
+        label = why.choose_class(ctx.classifier, ctx.sentence, KEY_CLASS)
         result = or_stop(_class_attribution, ctx.classifier, ctx.sentence, label, steps)
     else:
         answer = _choose_answer(ctx)
@@ -90,17 +89,6 @@ def _choose_answer(ctx: WhyContext) -> str | None:
                              help="Default: the model's own answer, its most probable word at the mask. Type "
                                   "another word (the one masked, say) to explain that one.")
 
-
-def _choose_class(classifier: Classifier, sentence: str) -> int:
-    """The class explained: by default the predicted one (a link's explain=class&output=NAME picks it)."""
-    result = classifier.result
-    names = list(result.label_names)
-    probs = predict_proba(result.classifier, result.tokenizer, [sentence], result.config.max_length)[0]
-    if st.session_state.get(KEY_CLASS) not in names:
-        st.session_state[KEY_CLASS] = names[int(probs.argmax())]
-    shown = {name: f"{name} ({p:.1%})" for name, p in zip(names, probs)}
-    return names.index(st.selectbox("Class (its probability on the sidebar's sentence)", names, key=KEY_CLASS,
-                                    format_func=shown.get))
 
 
 @st.cache_data(show_spinner="Attributing the answer to the input tokens…", max_entries=16)

@@ -18,7 +18,6 @@ from ui.layout import for_screen
 from ui.state import get_model
 from ui.why import page as why
 from ui.why.page import Classifier, WhyContext
-from vizcore.finetune.classify import predict_proba
 from vizcore.plot import attention_heatmap
 from vizcore.why.attention_attribution import (
     DEFAULT_STEPS,
@@ -73,7 +72,7 @@ def show(ctx: WhyContext) -> dict:
     threshold = right.slider("Tree: keep edges above (% of the layer's largest)", 5, 100, key=KEY_THRESHOLD,
                              help="The paper keeps edges at or above 40 % of their layer's largest attribution.")
     if explain == "class":
-        label = _choose_class(ctx.classifier, ctx.sentence)
+        label = why.choose_class(ctx.classifier, ctx.sentence, KEY_CLASS)
         result = or_stop(_class_attribution, ctx.classifier, ctx.sentence, label, int(steps))
         where = "for the unmasked sentence"
     else:
@@ -97,17 +96,6 @@ def _choose_explain(ctx: WhyContext) -> str:
         st.session_state[KEY_EXPLAIN] = "answer"
     return st.radio("Explain", list(EXPLAIN), key=KEY_EXPLAIN, format_func=EXPLAIN.get, horizontal=True)
 
-
-def _choose_class(classifier: Classifier, sentence: str) -> int:
-    """The class explained: by default the predicted one."""
-    result = classifier.result
-    names = list(result.label_names)
-    probs = predict_proba(result.classifier, result.tokenizer, [sentence], result.config.max_length)[0]
-    if st.session_state.get(KEY_CLASS) not in names:
-        st.session_state[KEY_CLASS] = names[int(probs.argmax())]
-    shown = {name: f"{name} ({p:.1%})" for name, p in zip(names, probs)}
-    return names.index(st.selectbox("Class (its probability on the sidebar's sentence)", names, key=KEY_CLASS,
-                                    format_func=shown.get))
 
 
 def _class_attribution(classifier: Classifier, sentence: str, label: int, steps: int) -> AttentionAttribution:

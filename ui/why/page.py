@@ -152,5 +152,20 @@ def answer_note(ctx: WhyContext) -> str:
     return f" · the model's answer: **{plain(ctx.answer)}**{masked}"
 
 
+def choose_class(classifier: Classifier, sentence: str, key: str) -> int:
+    """The classifier's class a part explains, kept under ``key``: by default the one it predicts for ``sentence``
+    (a link's explain=class&output=NAME sets the key first)."""
+    from vizcore.finetune.classify import predict_proba
+
+    result = classifier.result
+    names = list(result.label_names)
+    probs = predict_proba(result.classifier, result.tokenizer, [sentence], result.config.max_length)[0]
+    if st.session_state.get(key) not in names:
+        st.session_state[key] = names[int(probs.argmax())]
+    shown = {name: f"{name} ({p:.1%})" for name, p in zip(names, probs)}
+    return names.index(st.selectbox("Class (its probability on the sidebar's sentence)", names, key=key,
+                                    format_func=shown.get))
+
+
 def choose_part() -> str:
     return segmented_choice("Question", PARTS, KEY_PART, "ablation")
