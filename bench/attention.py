@@ -45,6 +45,16 @@ def bertviz_html(loaded, text: str) -> str:
     return head_view(attentions, tokens, html_action="return").data
 
 
+def forward_rows(loaded):
+    """For each size: (the text, [tokens, plain ms, ours ms, ratio]), the two timed taking turns."""
+    for n in SIZES:
+        text = text_of_length(loaded.tokenizer, n)
+        assert len(extract_attention(loaded, text).tokens) == n
+        ours, plain = timed_pair(lambda text=text: extract_attention(loaded, text),
+                                 lambda text=text: plain_forward(loaded, text), REPEATS)
+        yield text, [n, f"{plain * 1000:.1f}", f"{ours * 1000:.1f}", f"{ours / plain:.2f}"]
+
+
 def main() -> None:
     import argparse
 
@@ -54,16 +64,11 @@ def main() -> None:
         return main_base()
     loaded = load_model(DEFAULT_MODEL, device="cpu")
     rows = []
-    for n in SIZES:
-        text = text_of_length(loaded.tokenizer, n)
-        assert len(extract_attention(loaded, text).tokens) == n
-        ours, plain = timed_pair(lambda text=text: extract_attention(loaded, text),
-                                 lambda text=text: plain_forward(loaded, text), REPEATS)
+    for text, row in forward_rows(loaded):
         start = time.perf_counter()
         html = bertviz_html(loaded, text)
         build = time.perf_counter() - start
-        rows.append([n, f"{plain * 1000:.1f}", f"{ours * 1000:.1f}", f"{ours / plain:.2f}",
-                     f"{len(html.encode()) / 1e6:.2f} MB", f"{build:.2f}"])
+        rows.append([*row, f"{len(html.encode()) / 1e6:.2f} MB", f"{build:.2f}"])
         print(rows[-1], flush=True)
     table = markdown_table(
         ["tokens", "plain forward (ms)", "extract_attention (ms)", "ratio ours/plain",
@@ -91,13 +96,9 @@ def main_base() -> None:
     before = uptime()
     loaded = load_model(BASE_MODEL, device="cpu")
     rows = []
-    for n in SIZES:
-        text = text_of_length(loaded.tokenizer, n)
-        assert len(extract_attention(loaded, text).tokens) == n
-        ours, plain = timed_pair(lambda text=text: extract_attention(loaded, text),
-                                 lambda text=text: plain_forward(loaded, text), REPEATS)
-        rows.append([n, f"{plain * 1000:.1f}", f"{ours * 1000:.1f}", f"{ours / plain:.2f}"])
-        print(rows[-1], flush=True)
+    for _, row in forward_rows(loaded):
+        rows.append(row)
+        print(row, flush=True)
     table = markdown_table(["tokens", "plain forward (ms)", "extract_attention (ms)", "ratio ours/plain"], rows)
     body = (
         "## Attention extraction, base size: all-mpnet-base-v2 (bench/attention.py --base)\n\n"
