@@ -6,7 +6,8 @@
 Each phase starts where ``make`` echoes its command: the install (venv, uv, one resolve of
 requirements-test.txt, Chromium), ruff, then the tests: the four tiers in one pytest session, which ends
 with a line per tier (tests/conftest.py: its tests, its summed test time, and when it began and ended).
-A run's clone is removed afterwards.
+A run's clone is removed afterwards; its artifacts/*.tsv (each test file's time) and *.log (the browser tests'
+servers) are kept in artifacts/suite-run-<n>/.
 Each run's install starts from an empty uv cache (``UV_CACHE_DIR`` in the run's folder), as on a machine
 that has never downloaded the wheels: every package but a local torch wheel comes from PyPI again.
 Writes the section "suite" of docs/BENCHMARKS.md.
@@ -62,6 +63,12 @@ def run_once(number: int, log_dir: Path) -> dict:
                                          "seconds": float(match.group(4)), "span": match.group(5)}
         rc = process.wait()
     end = time.monotonic()
+    kept = log_dir / f"suite-run-{number}"  # where the minutes went and the servers' logs, kept past the clone
+    shutil.rmtree(kept, ignore_errors=True)
+    for found in (clone / "artifacts").glob("*"):
+        if found.suffix in (".tsv", ".log"):
+            kept.mkdir(parents=True, exist_ok=True)
+            shutil.copy(found, kept / found.name)
     shutil.rmtree(clone, ignore_errors=True)
     shutil.rmtree(uv_cache, ignore_errors=True)
     names = list(starts)

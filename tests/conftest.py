@@ -108,6 +108,7 @@ def pytest_terminal_summary(terminalreporter, config):
     their spans overlap."""
     begin = getattr(config, "_tier_clock", None)
     tiers: dict[str, dict] = {}
+    per_file: dict[str, float] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             nodeid, when = getattr(report, "nodeid", ""), getattr(report, "when", None)
@@ -116,6 +117,7 @@ def pytest_terminal_summary(terminalreporter, config):
                 continue
             tier = tiers.setdefault(parts[1], {"passed": 0, "failed": 0, "seconds": 0.0, "start": None, "stop": 0.0})
             tier["seconds"] += report.duration
+            per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + report.duration
             if report.failed:
                 tier["failed"] += 1
             elif report.passed and when == "call":
@@ -126,6 +128,7 @@ def pytest_terminal_summary(terminalreporter, config):
             tier["stop"] = max(tier["stop"], stop)
     if begin is None or not tiers:
         return
+    _write_file_times(config, per_file)
 
     def clock(moment: float) -> str:
         seconds = max(moment - begin, 0)
@@ -137,3 +140,15 @@ def pytest_terminal_summary(terminalreporter, config):
             span = f"{clock(tier['start'])}-{clock(tier['stop'])}" if tier["start"] is not None else "-"
             terminalreporter.write_line(f"tier {name}: {tier['passed']} passed, {tier['failed']} failed, "
                                         f"{tier['seconds']:.1f} s of test time, {span}")
+
+
+def _write_file_times(config, per_file: dict[str, float]) -> None:
+    """Each test file's test time (setup, call, teardown summed), slowest first, in artifacts/test-times.tsv: where
+    the suite's minutes go (bench/suite.py reports it)."""
+    out = Path(config.rootpath) / "artifacts" / "test-times.tsv"
+    try:
+        out.parent.mkdir(exist_ok=True)
+        lines = [f"{seconds:.1f}\t{name}" for name, seconds in sorted(per_file.items(), key=lambda kv: -kv[1])]
+        out.write_text("seconds\tfile\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    except OSError:  # a read-only checkout still gets the summary lines
+        pass

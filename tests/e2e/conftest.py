@@ -77,7 +77,8 @@ def streamlit_server(command: list[str], log_name: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def app_url():
     """The URL of a real streamlit server running app.py for the whole e2e session."""
-    with streamlit_server(["ui.launch"], "e2e-server.log") as url:  # what `make run` starts
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")  # one log per test process: they run side by side
+    with streamlit_server(["ui.launch"], f"e2e-server-{worker}.log") as url:  # what `make run` starts
         yield url
 
 

@@ -49,8 +49,12 @@ def test_arrow_keys_switch_in_the_browser_and_the_url_follows(app_url, page):
     assert view.get_attribute("data-head") == "4"  # drawn at once, before any server round trip
     view.press("ArrowDown")
     assert view.get_attribute("data-layer") == "3" and "layer 3, head 4" in title(page)
-    page.wait_for_function("location.search.includes('layer=3') && location.search.includes('head=4')",
-                           timeout=60_000)
+    try:
+        page.wait_for_function("location.search.includes('layer=3') && location.search.includes('head=4')",
+                               timeout=60_000)
+    except Exception as error:  # say what the page showed and said (once seen on CI: the link read head=3)
+        shown = (view.get_attribute("data-layer"), view.get_attribute("data-head"), title(page))
+        raise AssertionError(f"the link did not follow: {page.url}; the view shows {shown}") from error
     wait_until_idle(page)
     assert (view.get_attribute("data-layer"), view.get_attribute("data-head")) == ("3", "4")
     page.reload()
