@@ -82,11 +82,19 @@ button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !
 
 
 # The dark theme's primary colour is a light red (.streamlit/config.toml): a primary button's label black on it
-DARK_CSS = """
+# (white was 2.5:1), white on the light theme's dark red as Streamlit draws it.
+BUTTON_CSS = """
 <style>
-[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] * { color: #000000 !important; }
+[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] * {
+  color: light-dark(#FFFFFF, #000000) !important;
+}
 </style>
 """
+# The text colour of the theme on screen: CSS's light-dark() follows the app's color-scheme, which Streamlit sets on
+# its root element (light or dark) and changes in place when a user picks another theme in the settings menu or the
+# computer switches to its dark mode: no rerun, so the server cannot write the colour in (st.context.theme.type kept
+# the light theme's black focus rings on the dark background, 1.1:1, until the next run).
+TEXT = "light-dark(#000000, #FFFFFF)"
 
 
 def apply() -> None:
@@ -94,9 +102,8 @@ def apply() -> None:
     element-free style block: it takes no space)."""
     if presenting():
         st.set_page_config(initial_sidebar_state="collapsed")  # the room needs the width; the sidebar is a click away
-    dark = st.context.theme.type == "dark"
-    css = CSS + (PROJECTOR_CSS if presenting() else "") + (DARK_CSS if dark else "")
-    st.html(css.replace("TEXT", "#FFFFFF" if dark else "#000000"))
+    css = CSS + (PROJECTOR_CSS if presenting() else "") + BUTTON_CSS
+    st.html(css.replace("TEXT", TEXT))
 
 
 def for_screen(figure: T) -> T:

@@ -258,7 +258,8 @@ MEASURE = """() => {
 def assert_fits_the_laptop(page, name: str) -> None:
     """At 1024 x 768: no control label, metric or chosen value cut to "…", no label word broken across lines ("Learnin g
     rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it);
-    and no WCAG 2.2 AA violation axe-core finds (``assert_accessible``).
+    and no WCAG 2.2 AA violation axe-core finds, in the light theme or the dark one
+    (``assert_accessible_in_both_themes``).
     Screenshot: artifacts/screenshots/laptop-<name>.png."""
     assert page.viewport_size == LAPTOP, page.viewport_size
     screenshot(page, f"laptop-{name}")
@@ -267,13 +268,13 @@ def assert_fits_the_laptop(page, name: str) -> None:
     shown = (found["cut"], found["broken"], scrolls, found["clipped"])
     assert shown == ([], [], [], []), f"{name} at 1024 x 768: {found}"
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"
-    assert_accessible(page, name)
+    assert_accessible_in_both_themes(page, name)
 
 
 # ---- WCAG 2.2 AA as axe-core measures it in the page (issue 30 A) ------------------------------------------
 # axe-core from the PyPI package axe-playwright-python (its axe.min.js; no CDN), run on the whole document with
 # the rules tagged for WCAG 2.0, 2.1 and 2.2 levels A and AA. Called at every page and main view the laptop
-# sweeps open (assert_fits_the_laptop), so every page and view is checked in the app's (light) theme.
+# sweeps open (assert_fits_the_laptop), so every page and view is checked in the light and the dark theme.
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 
@@ -301,6 +302,30 @@ def axe_violations(page) -> list[str]:
 def assert_accessible(page, name: str) -> None:
     violations = axe_violations(page)
     assert violations == [], f"{name}: WCAG 2.2 AA (axe-core)\n" + "\n".join(violations)
+
+
+APP_BACKGROUND = "getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor"
+WHITE = "rgb(255, 255, 255)"
+
+
+def in_theme(page, scheme: str) -> None:
+    """The computer's colour scheme (``"dark"`` or ``"light"``), as its dark mode switches it: Streamlit's default
+    theme choice follows it in place, with no rerun (the app's CSS follows too: ui/layout.py); wait until the
+    page has re-drawn (its charts in the theme's colours)."""
+    page.emulate_media(color_scheme=scheme)
+    page.wait_for_function(f"({APP_BACKGROUND} === '{WHITE}') === {str(scheme == 'light').lower()}", timeout=30_000)
+    wait_until_idle(page, quiet_ms=300)
+
+
+def assert_accessible_in_both_themes(page, name: str) -> None:
+    """axe-core on what the page shows, in the light theme, then in the dark one (switched in place, as a user's
+    dark mode does, so the same session, run and view are checked in both: issue 30 A), then light again."""
+    assert_accessible(page, name)
+    in_theme(page, "dark")
+    try:
+        assert_accessible(page, f"{name} (dark)")
+    finally:
+        in_theme(page, "light")
 
 
 # ---- every main view at 1024 x 768 (issue 35 D): a click per view where a test already has the page open -----

@@ -48,6 +48,8 @@ FIRST_RUN_MS = 240_000  # a fresh server imports torch and loads a model on 2 sh
 # name: (path, query parameters, nav title, the page's heading, an element only the page draws)
 CASES = {
     "home": ("/", {"text": SENTENCE}, "Home", "See inside BERT-style Transformers", VIEW),
+    "lessons": ("/lessons", {"text": SENTENCE, "lesson": "heads", "step": "2"}, "Lessons",
+                "Lessons: the Transformer, step by step", ".st-key-lessons-step h3"),
     "attention": ("/attention", {"text": SENTENCE, "layer": "2", "head": "3"}, "Attention Explorer",
                   "Attention Explorer", VIEW),
     "step-by-step": ("/step-by-step", {"text": SENTENCE}, "Attention, step by step", "Attention, step by step",
@@ -102,6 +104,9 @@ def check_query_parameters(page, name: str) -> None:
         assert "the dog [MASK] at the cat ." in page.get_by_text("Tokens:").first.inner_text()  # tokenised
         return
     assert sidebar_sentence(page) == SENTENCE
+    if name == "lessons":  # the link's lesson and step
+        marker = page.locator(".lesson-step").first
+        assert (marker.get_attribute("data-lesson"), marker.get_attribute("data-step")) == ("heads", "2")
     if name == "why":  # the link's heads are ticked, and the picked word is the sentence's last
         assert "heads=6%3A4%2C6%3A6" in page.url or "heads=6:4,6:6" in page.url
         assert "The dog [MASK]." in page.get_by_text("Sentence:").first.inner_text()

@@ -13,7 +13,9 @@ import pytest
 
 from tests.e2e.conftest import ALLOWED_SCROLL, LAPTOP, MEASURE, _axe_source, screenshot, wait_until_idle
 
-PAGES = {"home": "", "lessons": "lessons", "attention": "attention", "step-by-step": "step-by-step",
+# The Lessons page in the projector setting is its presenter mode: measured the same way at each lesson's first step
+# by the presenter walk (tests/e2e/test_presenter_browser.py)
+PAGES = {"home": "", "attention": "attention", "step-by-step": "step-by-step",
          "positional": "positional", "fill-mask": "fill-mask", "generate": "generate", "translate": "translate",
          "finetune": "finetune", "embeddings": "embeddings", "why": "why", "corpus": "corpus"}
 BODY_PX, LABEL_PX, SMALLEST_PX = 24, 20, 16
