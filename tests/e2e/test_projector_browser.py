@@ -1,8 +1,8 @@
 """The projector setting (issue 30 D; ui/layout.py): every page (Lessons: see PAGES) opened by a link with
 ``?present=1`` at 1024 x 768, measured in the browser: body text at least 24 px, tick labels, legends and the
-attention view's labels at least 20 px, no visible text below 16 px, text contrast at least 7:1 (axe-core's ``color-
-contrast-enhanced``, WCAG's AAA level), no sideways scroll, the sidebar folded away, and the setting kept in the
-link.
+attention view's labels at least 20 px, no visible text below 16 px, text contrast at least 7:1 (axe-core's
+``color-contrast-enhanced``, WCAG's AAA level), no sideways scroll, the sidebar folded away, and the setting kept in
+the link.
 
 One page per test on the session's server (``app_url``), in the test process's browser context. Screenshots:
 artifacts/screenshots/projector-<page>.png (the window, as the room sees it).
