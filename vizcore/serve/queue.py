@@ -1,0 +1,199 @@
+"""One bounded inference queue per model: runs asked for together by different sessions share one forward pass.
+
+Streamlit runs every session's script in a thread of its own. When thirty students press Enter in the
+same second, thirty forward passes would compete for two cores; here each request is tokenised and
+checked in its own thread (bad input is refused there and never reaches a batch), then waits in the
+model's queue. One worker thread takes what is waiting, at most ``Limits.max_batch`` requests whose padded
+batch stays under ``Limits.max_cells`` attention cells, and runs them as one ``run_batch``: each request
+gets exactly the record ``run`` gives for its input (to float rounding, tested to 1e-6). An idle worker
+waits ``Limits.window`` seconds after a first request for others; a busy one takes whatever arrived while
+it worked. Bounded: a full queue refuses at once (``QueueFull``), a request waits at most its timeout
+(``QueueTimeout``), and an error in a batch reaches every request of that batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from vizcore.errors import VizError
+from vizcore.model.loading import LoadedModel
+from vizcore.model.record import Run
+from vizcore.model.run import DEFAULT_CAPTURE, Capture, Encoded, prepare, run_batch
+
+Runner = Callable[[LoadedModel, Sequence[Encoded], Capture], list[Run]]
+IDLE_EXIT = 30.0  # seconds: an idle worker thread ends (the next request starts another), so none outlives its queue
+
+
+class QueueFull(VizError):
+    """The model's queue holds ``max_waiting`` requests: this one is refused at once rather than left waiting."""
+
+
+class QueueTimeout(VizError):
+    """A request waited longer than its timeout for its run."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one model's queue accepts. ``max_cells`` bounds a batch's padded attention, ``B x T x T`` cells per
+    layer and head (8 sentences of 128 tokens; 32 MB of float32 on the default 6 x 12 heads); one request
+    longer than that still runs, alone."""
+
+    max_batch: int = 8
+    max_waiting: int = 64
+    max_cells: int = 8 * 128 * 128
+    window: float = 0.005  # seconds an idle worker waits after a first request for others to arrive
+    timeout: float = 60.0  # seconds a request waits for its run, queueing included
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
+        """The defaults, changed by whichever of ``ENVIRONMENT``'s variables are set (the window in
+        milliseconds, the timeout in seconds); VizError naming the variable for a value that is not one."""
+        environ = os.environ if environ is None else environ
+        changes: dict[str, float] = {}
+        for field, name in ENVIRONMENT.items():
+            if environ.get(name, "").strip():
+                changes[field] = setting(name, environ[name], whole=field.startswith("max_"), zero=field == "window")
+        if "window" in changes:
+            changes["window"] /= 1000
+        return cls(**changes)
+
+
+ENVIRONMENT = {"max_batch": "VIZCORE_QUEUE_BATCH", "max_waiting": "VIZCORE_QUEUE_LENGTH",
+               "window": "VIZCORE_QUEUE_WINDOW_MS", "timeout": "VIZCORE_QUEUE_TIMEOUT"}
+
+
+def setting(name: str, text: str, whole: bool = True, zero: bool = False) -> float:
+    """The number in environment variable ``name``: positive (or 0 when ``zero``), whole when ``whole``."""
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 or (zero and value == 0)) or value == float("inf"):
+        kind = "a whole number" if whole else "a number"
+        raise VizError(f"{name}={text!r} is not a valid setting: give {kind} above 0{' (or 0)' if zero else ''}.")
+    return value
+
+
+@dataclass
+class _Request:
+    item: Encoded
+    capture: Capture
+    future: Future
+
+
+@dataclass
+class Counts:
+    """What a queue has done: forward passes, requests answered by them, the largest batch."""
+
+    forwards: int = 0
+    served: int = 0
+    largest: int = 0
+
+
+class InferenceQueue:
+    """The queue of one loaded model. ``submit`` from any thread; the forward passes run in the queue's worker."""
+
+    def __init__(self, loaded: LoadedModel, limits: Limits = Limits(), runner: Runner = run_batch) -> None:
+        self.loaded, self.limits, self._runner = loaded, limits, runner
+        self._waiting: deque[_Request] = deque()
+        self._changed = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self.counts = Counts()
+
+    def submit(self, text: str, pair: str | None = None, capture: Capture = DEFAULT_CAPTURE,
+               timeout: float | None = None) -> Run:
+        """``run(loaded, text, pair, capture=capture)``, computed in a batch with whatever else is waiting."""
+        future = self.put(prepare(self.loaded, text, pair), capture)
+        wait = self.limits.timeout if timeout is None else timeout
+        try:
+            return future.result(timeout=wait)
+        except FutureTimeout:
+            future.cancel()  # still waiting: it leaves the queue; already running: its result is dropped
+            raise QueueTimeout(f"The model did not answer within {wait:g} s (the server is busy): try again in "
+                               "a moment.") from None
+
+    def put(self, item: Encoded, capture: Capture = DEFAULT_CAPTURE) -> Future:
+        """Queue one ``prepare``d input; the future gets its ``Run`` or the batch's exception."""
+        request = _Request(item, capture, Future())
+        with self._changed:
+            if len(self._waiting) >= self.limits.max_waiting:
+                raise QueueFull(f"The server is busy: {len(self._waiting)} runs are already waiting for the model. "
+                                "Try again in a few seconds.")
+            self._waiting.append(request)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="vizcore-inference", daemon=True)
+                self._worker.start()
+            self._changed.notify()
+        return request.future
+
+    def waiting(self) -> int:
+        with self._changed:
+            return len(self._waiting)
+
+    def _work(self) -> None:
+        batch = self._take(idle=True)
+        while batch is not None:
+            self._serve(batch)
+            batch = self._take(idle=False)
+
+    def _take(self, idle: bool) -> list[_Request] | None:
+        """The next batch, in arrival order; None (and the worker ends) after ``IDLE_EXIT`` seconds idle.
+        After a batch, what arrived meanwhile goes at once; after idling, the others get ``window`` to arrive."""
+        with self._changed:
+            if idle or not self._waiting:
+                if not self._changed.wait_for(lambda: self._waiting, timeout=IDLE_EXIT):
+                    self._worker = None
+                    return None
+                deadline = time.monotonic() + self.limits.window
+                while len(self._waiting) < self.limits.max_batch and (left := deadline - time.monotonic()) > 0:
+                    self._changed.wait(left)
+            batch: list[_Request] = []
+            while self._waiting and len(batch) < self.limits.max_batch and self._fits(batch, self._waiting[0]):
+                request = self._waiting.popleft()
+                if request.future.set_running_or_notify_cancel():  # False: it timed out while waiting
+                    batch.append(request)
+            return batch
+
+    def _fits(self, batch: list[_Request], request: _Request) -> bool:
+        width = max(r.item.num_tokens for r in (*batch, request))
+        return not batch or (len(batch) + 1) * width * width <= self.limits.max_cells
+
+    def _serve(self, batch: list[_Request]) -> None:
+        if not batch:
+            return
+        unique: dict[tuple[str, str | None], Encoded] = {}
+        for request in batch:  # the same input asked twice (e.g. with and without hidden states): one row
+            unique.setdefault((request.item.text, request.item.pair), request.item)
+        capture = _union(r.capture for r in batch)
+        try:
+            runs = dict(zip(unique, self._runner(self.loaded, list(unique.values()), capture)))
+        except Exception as error:  # every request of the batch hears of it, and the worker goes on
+            for request in batch:
+                request.future.set_exception(error)
+            return
+        self.counts.forwards += 1
+        self.counts.served += len(batch)
+        self.counts.largest = max(self.counts.largest, len(batch))
+        for request in batch:
+            request.future.set_result(_as_asked(runs[request.item.text, request.item.pair], request.capture))
+
+
+def _union(captures) -> Capture:
+    captures = list(captures)
+    return Capture(**{f.name: any(getattr(c, f.name) for c in captures) for f in dataclasses.fields(Capture)})
+
+
+def _as_asked(record: Run, capture: Capture) -> Run:
+    """``record`` without what ``capture`` did not ask for (a batch captures what any of its requests asked)."""
+    drop = {"hidden_states": not capture.hidden, "queries": not capture.qkv, "keys": not capture.qkv,
+            "values": not capture.qkv, "head_outputs": not capture.head_outputs, "logits": not capture.logits}
+    changes = {name: None for name, gone in drop.items() if gone and getattr(record, name) is not None}
+    return dataclasses.replace(record, **changes) if changes else record
