@@ -71,6 +71,13 @@ def _warm_up() -> None:
 def main(argv: list[str]) -> None:
     from streamlit.web import cli
 
+    from vizcore.errors import VizError
+    from vizcore.serve.settings import check_environment
+
+    try:  # a wrong VIZCORE_* setting is said now, in one line, not as an error on every page later
+        check_environment()
+    except VizError as error:
+        sys.exit(f"vizcore: {error}")
     threading.Thread(target=_warm_up, name="vizcore-warm-up", daemon=True).start()
     sys.argv = ["streamlit", "run", APP, *argv]
     cli.main()

@@ -12,8 +12,8 @@ import pytest
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel, load_model
 from vizcore.model.run import Capture, prepare, run, run_batch
-from vizcore.serve.queue import Counts, InferenceQueue, Limits, QueueFull, QueueTimeout
-from vizcore.serve.threads import torch_threads
+from vizcore.serve.queue import Counts, InferenceQueue, QueueFull, QueueTimeout
+from vizcore.serve.settings import Limits, torch_threads
 
 EVERYTHING = Capture(hidden=True, qkv=True, head_outputs=True, logits=True)
 INPUTS = [  # several lengths, pairs among them, one input truncated to the model's 64 tokens

@@ -14,19 +14,19 @@ it worked. Bounded: a full queue refuses at once (``QueueFull``), a request wait
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from collections import deque
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import DEFAULT_CAPTURE, Capture, Encoded, prepare, run_batch
+from vizcore.serve.settings import Limits
 
 Runner = Callable[[LoadedModel, Sequence[Encoded], Capture], list[Run]]
 IDLE_EXIT = 30.0  # seconds: an idle worker thread ends (the next request starts another), so none outlives its queue
@@ -38,48 +38,6 @@ class QueueFull(VizError):
 
 class QueueTimeout(VizError):
     """A request waited longer than its timeout for its run."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one model's queue accepts. ``max_cells`` bounds a batch's padded attention, ``B x T x T`` cells per
-    layer and head (8 sentences of 128 tokens; 32 MB of float32 on the default 6 x 12 heads); one request
-    longer than that still runs, alone."""
-
-    max_batch: int = 8
-    max_waiting: int = 64
-    max_cells: int = 8 * 128 * 128
-    window: float = 0.005  # seconds an idle worker waits after a first request for others to arrive
-    timeout: float = 60.0  # seconds a request waits for its run, queueing included
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
-        """The defaults, changed by whichever of ``ENVIRONMENT``'s variables are set (the window in
-        milliseconds, the timeout in seconds); VizError naming the variable for a value that is not one."""
-        environ = os.environ if environ is None else environ
-        changes: dict[str, float] = {}
-        for field, name in ENVIRONMENT.items():
-            if environ.get(name, "").strip():
-                changes[field] = setting(name, environ[name], whole=field.startswith("max_"), zero=field == "window")
-        if "window" in changes:
-            changes["window"] /= 1000
-        return cls(**changes)
-
-
-ENVIRONMENT = {"max_batch": "VIZCORE_QUEUE_BATCH", "max_waiting": "VIZCORE_QUEUE_LENGTH",
-               "window": "VIZCORE_QUEUE_WINDOW_MS", "timeout": "VIZCORE_QUEUE_TIMEOUT"}
-
-
-def setting(name: str, text: str, whole: bool = True, zero: bool = False) -> float:
-    """The number in environment variable ``name``: positive (or 0 when ``zero``), whole when ``whole``."""
-    try:
-        value = int(text) if whole else float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value > 0 or (zero and value == 0)) or value == float("inf"):
-        kind = "a whole number" if whole else "a number"
-        raise VizError(f"{name}={text!r} is not a valid setting: give {kind} above 0{' (or 0)' if zero else ''}.")
-    return value
 
 
 @dataclass
@@ -101,8 +59,8 @@ class Counts:
 class InferenceQueue:
     """The queue of one loaded model. ``submit`` from any thread; the forward passes run in the queue's worker."""
 
-    def __init__(self, loaded: LoadedModel, limits: Limits = Limits(), runner: Runner = run_batch) -> None:
-        self.loaded, self.limits, self._runner = loaded, limits, runner
+    def __init__(self, loaded: LoadedModel, limits: Limits | None = None, runner: Runner = run_batch) -> None:
+        self.loaded, self.limits, self._runner = loaded, limits or Limits(), runner
         self._waiting: deque[_Request] = deque()
         self._changed = threading.Condition()
         self._worker: threading.Thread | None = None

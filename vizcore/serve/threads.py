@@ -11,23 +11,13 @@ serving one user, or a GPU box).
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Mapping
 
-from vizcore.serve.queue import setting
+from vizcore.serve.settings import torch_threads
 
-VARIABLE = "VIZCORE_TORCH_THREADS"
-DEFAULT = 1
 _SET = threading.Lock()
 _done: list[int] = []
-
-
-def torch_threads(environ: Mapping[str, str] | None = None) -> int:
-    """The number of threads asked for: ``VIZCORE_TORCH_THREADS`` (a whole number above 0) or ``DEFAULT``."""
-    environ = os.environ if environ is None else environ
-    text = environ.get(VARIABLE, "").strip()
-    return int(setting(VARIABLE, text)) if text else DEFAULT
 
 
 def configure_torch_threads(environ: Mapping[str, str] | None = None) -> int:
