@@ -5,7 +5,8 @@ same second, thirty forward passes would compete for two cores; here each reques
 checked in its own thread (bad input is refused there and never reaches a batch), then waits in the
 model's queue. One worker thread takes what is waiting, at most ``Limits.max_batch`` requests whose padded
 batch stays under ``Limits.max_cells`` attention cells, and runs them as one ``run_batch``: each request
-gets exactly the record ``run`` gives for its input (to float rounding, tested to 1e-6). An idle worker
+gets the record ``run`` gives for its input (to float rounding: 1e-6 on the tiny test models, a few 1e-6 on
+the default model for inputs under 16 tokens, docs/BENCHMARKS.md, "serve-queue"). An idle worker
 waits ``Limits.window`` seconds after a first request for others; a busy one takes whatever arrived while
 it worked. Bounded: a full queue refuses at once (``QueueFull``), a request waits at most its timeout
 (``QueueTimeout``), and an error in a batch reaches every request of that batch.
