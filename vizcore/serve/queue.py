@@ -98,10 +98,15 @@ class InferenceQueue:
             return len(self._waiting)
 
     def _work(self) -> None:
-        batch = self._take(idle=True)
-        while batch is not None:
-            self._serve(batch)
-            batch = self._take(idle=False)
+        try:
+            batch = self._take(idle=True)
+            while batch is not None:
+                self._serve(batch)
+                batch = self._take(idle=False)
+        finally:  # however the worker ends, the next request starts another
+            with self._changed:
+                if self._worker is threading.current_thread():
+                    self._worker = None
 
     def _take(self, idle: bool) -> list[_Request] | None:
         """The next batch, in arrival order; None (and the worker ends) after ``IDLE_EXIT`` seconds idle.
@@ -109,7 +114,6 @@ class InferenceQueue:
         with self._changed:
             if idle or not self._waiting:
                 if not self._changed.wait_for(lambda: self._waiting, timeout=IDLE_EXIT):
-                    self._worker = None
                     return None
                 deadline = time.monotonic() + self.limits.window
                 while len(self._waiting) < self.limits.max_batch and (left := deadline - time.monotonic()) > 0:
@@ -131,9 +135,10 @@ class InferenceQueue:
         unique: dict[tuple[str, str | None], Encoded] = {}
         for request in batch:  # the same input asked twice (e.g. with and without hidden states): one row
             unique.setdefault((request.item.text, request.item.pair), request.item)
-        capture = _union(r.capture for r in batch)
         try:
-            runs = dict(zip(unique, self._runner(self.loaded, list(unique.values()), capture)))
+            runs = dict(zip(unique, self._runner(self.loaded, list(unique.values()), _union(r.capture for r in batch)),
+                            strict=True))
+            answers = [_as_asked(runs[r.item.text, r.item.pair], r.capture) for r in batch]
         except Exception as error:  # every request of the batch hears of it, and the worker goes on
             for request in batch:
                 request.future.set_exception(error)
@@ -141,8 +146,8 @@ class InferenceQueue:
         self.counts.forwards += 1
         self.counts.served += len(batch)
         self.counts.largest = max(self.counts.largest, len(batch))
-        for request in batch:
-            request.future.set_result(_as_asked(runs[request.item.text, request.item.pair], request.capture))
+        for request, answer in zip(batch, answers):
+            request.future.set_result(answer)
 
 
 def _union(captures) -> Capture:
