@@ -223,3 +223,17 @@ def test_threads_tokenising_at_once_each_get_their_own_encoding(bert):
     for thread in threads:
         thread.join(WAIT)
     assert wrong == []  # without the lock in vizcore.model.run.encode, about 1 in 350 came out wrong (here: 9 of 3,200)
+
+
+def test_an_idle_worker_ends_and_the_next_request_starts_another(bert, monkeypatch):
+    from vizcore.serve import queue as module
+
+    monkeypatch.setattr(module, "IDLE_EXIT", 0.01)
+    queue = InferenceQueue(bert, Limits(window=0))
+    first = queue.submit("Before the pause.")
+    deadline = time.monotonic() + WAIT
+    while queue._worker is not None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert queue._worker is None
+    assert_same_run(queue.submit("After the pause."), run(bert, "After the pause."))
+    assert first.text == "Before the pause." and queue.counts.forwards == 2

@@ -88,10 +88,13 @@ class InferenceQueue:
                                 "Try again in a few seconds.")
             self._waiting.append(request)
             if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="vizcore-inference", daemon=True)
-                self._worker.start()
+                self._start()
             self._changed.notify()
         return request.future
+
+    def _start(self) -> None:  # with self._changed held
+        self._worker = threading.Thread(target=self._work, name="vizcore-inference", daemon=True)
+        self._worker.start()
 
     def waiting(self) -> int:
         with self._changed:
@@ -103,10 +106,12 @@ class InferenceQueue:
             while batch is not None:
                 self._serve(batch)
                 batch = self._take(idle=False)
-        finally:  # however the worker ends, the next request starts another
+        finally:
             with self._changed:
-                if self._worker is threading.current_thread():
+                if self._worker is threading.current_thread():  # ended by an error: another takes over
                     self._worker = None
+                    if self._waiting:
+                        self._start()
 
     def _take(self, idle: bool) -> list[_Request] | None:
         """The next batch, in arrival order; None (and the worker ends) after ``IDLE_EXIT`` seconds idle.
@@ -114,6 +119,7 @@ class InferenceQueue:
         with self._changed:
             if idle or not self._waiting:
                 if not self._changed.wait_for(lambda: self._waiting, timeout=IDLE_EXIT):
+                    self._worker = None  # under the lock: a request arriving now starts a new worker
                     return None
                 deadline = time.monotonic() + self.limits.window
                 while len(self._waiting) < self.limits.max_batch and (left := deadline - time.monotonic()) > 0:
