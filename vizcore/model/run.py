@@ -48,10 +48,6 @@ from vizcore.text import check_text, is_blank
 # Characters that can come from bytes of another encoding read with errors="surrogateescape"
 # (a command line in a non-UTF-8 locale): tokenizers and JSON refuse them.
 Hook = tuple[torch.nn.Module, str, Callable]  # (module, "pre" | "post", function)
-# A fast tokenizer keeps its truncation setting in its Rust object, and every call sets it: two server threads
-# tokenising at once with the shared model's tokenizer can each get the other's setting (16 threads, long and
-# short inputs: 9 of 3,200 encodings came out wrong). Tokenising takes well under a millisecond: one lock.
-_TOKENISE = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -98,11 +94,10 @@ def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[Bat
         check_text(pair, "second sentence")
 
     def tokenise(truncation: bool) -> BatchEncoding:
-        with _TOKENISE:
-            return loaded.tokenizer(
-                text, pair, truncation="longest_first" if truncation else False, max_length=loaded.max_length,
-                return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt", verbose=False,
-            )
+        return loaded.tokenizer(
+            text, pair, truncation="longest_first" if truncation else False, max_length=loaded.max_length,
+            return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt", verbose=False,
+        )
 
     encoding = tokenise(truncation=False)  # one pass in the common case; a second only when too long
     full_length = int(encoding["input_ids"].shape[1])
@@ -115,8 +110,7 @@ def encode(loaded: LoadedModel, text: str, pair: str | None = None) -> tuple[Bat
 
 def input_length(loaded: LoadedModel, text: str, pair: str | None = None) -> int:
     """How many tokens (special ones included) the input has before any truncation to ``loaded.max_length``."""
-    with _TOKENISE:
-        return len(loaded.tokenizer(text, None if is_blank(pair) else pair, verbose=False)["input_ids"])
+    return len(loaded.tokenizer(text, None if is_blank(pair) else pair, verbose=False)["input_ids"])
 
 
 @dataclass(frozen=True)
