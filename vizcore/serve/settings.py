@@ -20,7 +20,7 @@ class Limits:
     longer than that still runs, alone."""
 
     max_batch: int = 8
-    max_waiting: int = 64
+    max_waiting: int = 256  # 100 students at once must all get in: 32 batches of 8, about 2 s of forward passes
     max_cells: int = 8 * 128 * 128
     window: float = 0.005  # seconds an idle worker waits after a first request for others to arrive
     timeout: float = 60.0  # seconds a request waits for its run, queueing included
