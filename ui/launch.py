@@ -55,7 +55,10 @@ def _warm_up() -> None:
         # for bit against the disk cache (or writes it), so the next start can show them at once.
         report = startup_cache.prepare(get_model(DEFAULT_MODEL, "auto"))
         statuses = sorted({entry["status"] for entry in report["entries"]})
-        print(f"vizcore: {report['model']} ready on {report['device']}; opening heatmaps "
+        import torch
+
+        print(f"vizcore: {report['model']} ready on {report['device']} (torch threads: {torch.get_num_threads()}, "
+              f"VIZCORE_TORCH_THREADS); opening heatmaps "
               f"{'/'.join(statuses)} in {report['cache_dir']}", file=sys.stderr)
         # A first page run that draws a figure also pays for plotly's lazy imports and its first
         # serialisation (about 2.5 s measured on 2 cores); pay them here, while nobody waits.
@@ -71,6 +74,13 @@ def _warm_up() -> None:
 def main(argv: list[str]) -> None:
     from streamlit.web import cli
 
+    from vizcore.errors import VizError
+    from vizcore.serve.settings import check_environment
+
+    try:  # a wrong VIZCORE_* setting is said now, in one line, not as an error on every page later
+        check_environment()
+    except VizError as error:
+        sys.exit(f"vizcore: {error}")
     threading.Thread(target=_warm_up, name="vizcore-warm-up", daemon=True).start()
     sys.argv = ["streamlit", "run", APP, *argv]
     cli.main()

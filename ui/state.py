@@ -23,6 +23,7 @@ from vizcore.model.record import Run
 
 if TYPE_CHECKING:
     from vizcore.model.loading import LoadedModel
+    from vizcore.serve.queue import InferenceQueue
 
 OTHER_MODEL = "Other: hub id or local folder…"
 KEY_MODEL_CHOICE = "shared.model_choice"
@@ -47,12 +48,16 @@ def import_model_stack() -> None:
     The launcher's warm-up imports them while a browser session may need them too. Two threads
     importing transformers at once can trip Python's import deadlock detection, which hands one
     of them a half-initialised module ("cannot import name 'BatchEncoding' from 'transformers'",
-    seen here in the startup benchmark). Never call this while holding another lock.
+    seen here in the startup benchmark). Never call this while holding another lock. torch gets the
+    server's thread count here (``vizcore.serve.threads``: VIZCORE_TORCH_THREADS, default 1), once.
     """
     with _MODEL_STACK:
         import transformers.models.bert.modeling_bert  # noqa: F401  (the default model's classes)
 
         import vizcore.attention.extract  # noqa: F401  (imports vizcore.model.loading, torch and transformers)
+        from vizcore.serve.threads import configure_torch_threads
+
+        configure_torch_threads()
 
 
 @dataclass(frozen=True)
@@ -95,16 +100,35 @@ def get_run(name: str, device: str, text: str, pair: str | None, hidden: bool = 
 def _run(name: str, device: str, text: str, pair: str | None, hidden: bool) -> Run:
     # cache_resource, not cache_data: at n = 512 on 12 x 12 heads the weights are 150 MB, and
     # cache_data would unpickle a fresh copy on every rerun. A Run is frozen; pages only read it.
+    # Sessions missing the same key at once compute it once: Streamlit holds a lock per key while one
+    # computes (tests/app/test_shared_cache.py). Different sentences asked at once share a forward pass
+    # in the model's queue.
     import_model_stack()
-    from vizcore.model.run import Capture, run
+    from vizcore.model.run import Capture
 
-    return run(get_model(name, device), text, pair, capture=Capture(hidden=hidden))
+    return get_queue(name, device).submit(text, pair, capture=Capture(hidden=hidden))
+
+
+def get_queue(name: str, device: str = "auto") -> InferenceQueue:
+    """The inference queue of the loaded model (name, device): one for the whole server."""
+    loaded = get_model(name, device)
+    return _queue(name, device, id(loaded), loaded)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _queue(name: str, device: str, model_id: int, _loaded: LoadedModel) -> InferenceQueue:
+    # Keyed by the model object's id too: a model evicted from _load_model and loaded again gets a new queue.
+    from vizcore.serve.queue import InferenceQueue
+    from vizcore.serve.settings import Limits
+
+    return InferenceQueue(_loaded, Limits.from_env())
 
 
 def clear_caches() -> None:
     """Forget every loaded model and run, as a server restart would (tests change files under them)."""
     _load_model.clear()
     _run.clear()
+    _queue.clear()
 
 
 def init_from_query_params() -> None:

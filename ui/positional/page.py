@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from ui import url_state
-from ui.state import get_model
+from ui.state import get_model, get_queue
 from vizcore.model.record import Run
 from vizcore.positional.encoding import MAX_DIM, MAX_POSITIONS, LearnedPositions, learned_positions, sinusoidal_encoding
 from vizcore.positional.modern import (
@@ -54,10 +54,11 @@ def get_rotary(positions: int, dim: int) -> RotaryCheck:
 
 @st.cache_resource(show_spinner="Running the model (queries and keys)…", max_entries=2)
 def get_qkv_run(name: str, device: str, text: str, pair: str | None) -> Run:
-    """One run that keeps every layer's Q and K (the pre-softmax scores are computed from them). Read-only."""
-    from vizcore.model.run import Capture, run
+    """One run that keeps every layer's Q and K (the pre-softmax scores are computed from them). Read-only.
+    Through the model's queue, as every page's runs: sessions asking at once share a forward pass."""
+    from vizcore.model.run import Capture
 
-    return run(get_model(name, device), text, pair, capture=Capture(hidden=False, qkv=True))
+    return get_queue(name, device).submit(text, pair, capture=Capture(hidden=False, qkv=True))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

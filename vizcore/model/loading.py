@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import threading
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -275,7 +276,31 @@ def _load_tokenizer(name: str, source: str) -> PreTrainedTokenizerBase:
         raise VizError(f"The tokenizer of '{name}' could not be loaded: {first_line(error)}") from error
     if not tokenizer.is_fast:
         raise VizError(f"'{name}' has no fast tokenizer, which is needed to map tokens back to the text.")
+    return one_call_at_a_time(tokenizer)
+
+
+# A fast tokenizer keeps its truncation and padding settings in its Rust object, and every call sets them
+# (transformers' ``TokenizersBackend._encode_plus``): two server threads tokenising at once with a shared
+# model's tokenizer could each get the other's (16 threads, long and short inputs: 9 of 3,200 encodings came
+# out wrong). Tokenising takes well under a millisecond, so the calls go through one lock.
+_TOKENISE = threading.RLock()
+
+
+def one_call_at_a_time(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    """``tokenizer`` (returned) with every encoding call made one at a time, process-wide."""
+    if "_encode_plus" not in vars(tokenizer):
+        tokenizer._encode_plus = types.MethodType(_locked_encode_plus, tokenizer)
     return tokenizer
+
+
+def _locked_encode_plus(self, *args, **kwargs):
+    with _TOKENISE:
+        return type(self)._encode_plus(self, *args, **kwargs)
+
+
+# A method is pickled as its object's attribute of this name: an unpickled tokenizer (a copy, never the shared
+# one) gets its class's own method back.
+_locked_encode_plus.__name__ = "_encode_plus"
 
 
 def first_line(error: BaseException) -> str:

@@ -1,7 +1,10 @@
 """One forward pass -> one ``Run`` record; hooks that exist only inside a context manager.
 
 Stages, as in Hugging Face pipelines: ``encode`` (validate, tokenise, truncate and say so) ->
-``forward`` (the model only, with the hooks of this run) -> ``Run`` (plain numpy).
+``forward`` (the model only, with the hooks of this run) -> ``Run`` (plain numpy). ``run_batch`` is the
+same stages for several inputs at once: each ``prepare``d input, right-padded into one batch with an
+attention mask, one forward pass, split back into one ``Run`` per input with the padding removed
+(what ``run`` returns for it, to float rounding); ``vizcore.serve`` batches the server's requests so.
 
 What is read or changed inside the model goes through forward hooks registered in ``hooks()``, whose
 ``finally`` removes every one of them (TransformerLens's discipline), so the shared cached model is
@@ -110,6 +113,44 @@ def input_length(loaded: LoadedModel, text: str, pair: str | None = None) -> int
     return len(loaded.tokenizer(text, None if is_blank(pair) else pair, verbose=False)["input_ids"])
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """One input ready for a run: ``encode``'s encoding, its untruncated length, and the text it came from."""
+
+    text: str
+    pair: str | None
+    encoding: BatchEncoding
+    full_length: int
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.encoding["input_ids"].shape[1])
+
+
+def prepare(loaded: LoadedModel, text: str, pair: str | None = None) -> Encoded:
+    """``encode`` with what the run's record needs: bad input is refused here, before any batch."""
+    encoding, full_length = encode(loaded, text, pair)
+    return Encoded(text, None if is_blank(pair) else pair, encoding, full_length)
+
+
+def padded(loaded: LoadedModel, items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
+    """``items`` right-padded into one batch, ``(B, T)`` each (T = the longest): the attention mask is 0 on
+    padding, so no real token attends to it, and right padding leaves every real token's position as it was."""
+    width = max(item.num_tokens for item in items)
+    tokenizer = loaded.tokenizer
+    pad = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
+    batch = {"input_ids": torch.full((len(items), width), int(pad), dtype=torch.long),
+             "attention_mask": torch.zeros((len(items), width), dtype=torch.long)}
+    if all("token_type_ids" in item.encoding for item in items):
+        batch["token_type_ids"] = torch.zeros((len(items), width), dtype=torch.long)
+    for row, item in enumerate(items):
+        batch["attention_mask"][row, : item.num_tokens] = 1
+        for name in ("input_ids", "token_type_ids"):
+            if name in batch:
+                batch[name][row, : item.num_tokens] = item.encoding[name][0]
+    return batch
+
+
 def segment_ids(encoding: BatchEncoding) -> np.ndarray:
     """0 for segment A, 1 for B; special tokens belong to the segment they close (or open, at the start)."""
     if "token_type_ids" in encoding:
@@ -126,7 +167,7 @@ def _accepted_inputs(model_class: type) -> frozenset[str]:
     return frozenset(inspect.signature(model_class.forward).parameters)
 
 
-def model_inputs(loaded: LoadedModel, encoding: BatchEncoding) -> dict[str, torch.Tensor]:
+def model_inputs(loaded: LoadedModel, encoding: BatchEncoding | dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The tensors the model's forward accepts (DistilBERT and GPT-2 take no token_type_ids, etc.)."""
     accepted = _accepted_inputs(type(loaded.model))
     names = ("input_ids", "attention_mask", "token_type_ids")
@@ -209,8 +250,8 @@ class _Recorder:
                 raise VizError(f"Patch positions {list(p.positions)} are outside the {num_tokens} tokens "
                                "of this input.")
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:  # (1, T, H * d_head) -> (H, T, d_head)
-        return x[0].reshape(x.shape[1], self.loaded.num_heads, -1).transpose(0, 1)
+    def _split(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, H * d_head) -> (B, H, T, d_head)
+        return x.reshape(*x.shape[:2], self.loaded.num_heads, -1).transpose(1, 2)
 
     def specs(self) -> list[Hook]:
         specs: list[Hook] = []
@@ -241,7 +282,7 @@ class _Recorder:
     def _heads(self, layer: int, heads: torch.Tensor) -> torch.Tensor | None:
         """Read and change one layer's head outputs, ``(B, T, H, d_head)``: read before this layer's ablations."""
         if self.capture.head_outputs:
-            self.read["head_outputs"][layer] = heads[0].transpose(0, 1).detach()  # (H, T, d_head)
+            self.read["head_outputs"][layer] = heads.transpose(1, 2).detach()  # (B, H, T, d_head)
         ablations = [a for a in self.ablations if a.layer == layer]
         if not ablations:
             return None
@@ -280,11 +321,12 @@ class _Recorder:
     def attention_modules(self) -> list[torch.nn.Module]:
         return attention_modules(self.loaded.model)
 
-    def stacked(self, name: str) -> np.ndarray | None:
+    def stacked(self, name: str, row: int, num_tokens: int) -> np.ndarray | None:
+        """What was read under ``name`` for batch row ``row``'s first ``num_tokens`` tokens: ``[L, H, T, d_head]``."""
         parts = self.read[name]
         if not parts:
             return None
-        return torch.stack([parts[i] for i in range(len(self.blocks))]).float().cpu().numpy()
+        return torch.stack([parts[i][row, :, :num_tokens] for i in range(len(self.blocks))]).float().cpu().numpy()
 
 
 def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -405,38 +447,63 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
         ablate: Sequence[HeadAblation] = (), patch: Sequence[Patch] = ()) -> Run:
     """Run the model once on ``text`` (and ``pair``): the record of what it computed, as asked."""
     recorder = _Recorder(loaded, capture, ablate, patch)
-    encoding, full_length = encode(loaded, text, pair)
-    num_tokens = int(encoding["input_ids"].shape[1])
-    recorder.check_positions(num_tokens)
-    inputs = model_inputs(loaded, encoding)
-    if getattr(loaded.model.config, "_attn_implementation", None) == sink.IMPLEMENTATION:
-        with sink.open_sink(recorder.attention_modules(), loaded.num_heads, num_tokens, loaded.device) as weights:
-            output = forward(loaded, inputs, recorder.specs(), capture.hidden)
-        attention = weights.float().cpu().numpy()  # no copy on the CPU: the layers wrote into it
-    else:  # a model loaded elsewhere with transformers' own eager attention
-        output = forward(loaded, inputs, recorder.specs(), capture.hidden)
-        attention = torch.stack([layer[0] for layer in output.attentions]).float().cpu().numpy()  # (L, H, T, T)
-    ids = encoding["input_ids"][0]
+    item = prepare(loaded, text, pair)
+    recorder.check_positions(item.num_tokens)
+    return _records(loaded, [item], recorder)[0]
+
+
+def run_batch(loaded: LoadedModel, items: Sequence[Encoded], capture: Capture = DEFAULT_CAPTURE) -> list[Run]:
+    """One forward pass over ``items`` (``prepare``d), padded into one batch: one ``Run`` per item, what ``run``
+    returns for that item's text and pair (equal to float rounding: the matrix products have other shapes)."""
+    return _records(loaded, list(items), _Recorder(loaded, capture, (), ())) if items else []
+
+
+def _records(loaded: LoadedModel, items: list[Encoded], recorder: _Recorder) -> list[Run]:
+    """The forward pass of ``items`` (one, or a padded batch) with ``recorder``'s hooks, split into records."""
+    alone = len(items) == 1
+    inputs = model_inputs(loaded, items[0].encoding if alone else padded(loaded, items))
+    specs, hidden = recorder.specs(), recorder.capture.hidden
+    if alone and getattr(loaded.model.config, "_attn_implementation", None) == sink.IMPLEMENTATION:
+        with sink.open_sink(recorder.attention_modules(), loaded.num_heads, items[0].num_tokens,
+                            loaded.device) as weights:
+            output = forward(loaded, inputs, specs, hidden)
+        attention = weights.float().cpu()[None]  # no copy on the CPU: the layers wrote into it
+    else:  # a batch, or a model loaded elsewhere with transformers' own eager attention
+        output = forward(loaded, inputs, specs, hidden)
+        attention = torch.stack(output.attentions, dim=1).float().cpu()  # (B, L, H, T, T)
+    return [_record(loaded, item, row, recorder, output, attention) for row, item in enumerate(items)]
+
+
+def _record(loaded: LoadedModel, item: Encoded, row: int, recorder: _Recorder, output, attention: torch.Tensor) -> Run:
+    """Batch row ``row`` of a forward pass as ``item``'s record, its padding removed. Each array is its own
+    (a copy when sliced from a batch), so one record never keeps a whole batch alive."""
+    n, capture = item.num_tokens, recorder.capture
+    ids = item.encoding["input_ids"][0]
     logits = getattr(output, "logits", getattr(output, "prediction_logits", None)) if capture.logits else None
     next_sentence = getattr(output, "seq_relationship_logits", None)
+
+    def own(x: torch.Tensor) -> np.ndarray:  # a slice of a batch is copied; a run of one keeps its buffer
+        x = x.float().cpu()
+        return (x.clone() if attention.shape[0] > 1 else x).contiguous().numpy()
+
     return Run(
         model=loaded.name,
-        text=text,
-        pair=None if is_blank(pair) else pair,
+        text=item.text,
+        pair=item.pair,
         tokens=loaded.tokenizer.convert_ids_to_tokens(ids.tolist()),
-        offsets=[(int(a), int(b)) for a, b in encoding["offset_mapping"][0].tolist()],
-        special_mask=encoding["special_tokens_mask"][0].numpy().astype(bool),
-        segment_ids=segment_ids(encoding),
-        attention=attention,
-        truncated=full_length > int(ids.shape[0]),
-        num_input_tokens=full_length,
+        offsets=[(int(a), int(b)) for a, b in item.encoding["offset_mapping"][0].tolist()],
+        special_mask=item.encoding["special_tokens_mask"][0].numpy().astype(bool),
+        segment_ids=segment_ids(item.encoding),
+        attention=own(attention[row, :, :, :n, :n]),
+        truncated=item.full_length > n,
+        num_input_tokens=item.full_length,
         input_ids=ids.numpy().astype(np.int64),
-        hidden_states=(torch.stack([h[0] for h in output.hidden_states]).float().cpu().numpy()
+        hidden_states=(torch.stack([h[row, :n] for h in output.hidden_states]).float().cpu().numpy()
                        if capture.hidden and output.hidden_states else None),
-        queries=recorder.stacked("queries"),
-        keys=recorder.stacked("keys"),
-        values=recorder.stacked("values"),
-        head_outputs=recorder.stacked("head_outputs"),
-        logits=None if logits is None else logits[0].float().cpu().numpy(),
-        next_sentence_logits=None if next_sentence is None else next_sentence[0].float().cpu().numpy(),
+        queries=recorder.stacked("queries", row, n),
+        keys=recorder.stacked("keys", row, n),
+        values=recorder.stacked("values", row, n),
+        head_outputs=recorder.stacked("head_outputs", row, n),
+        logits=None if logits is None else own(logits[row, :n]),
+        next_sentence_logits=None if next_sentence is None else own(next_sentence[row]),
     )

@@ -1,0 +1,68 @@
+"""The server's settings for a class, from environment variables: plain Python (no torch), so the launcher can
+check them before the server starts and say which one is wrong."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+from vizcore.errors import VizError
+
+TORCH_THREADS = "VIZCORE_TORCH_THREADS"
+DEFAULT_TORCH_THREADS = 1  # vizcore.serve.threads says why; docs/BENCHMARKS.md, "serve-queue", measures it
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one model's queue accepts. ``max_cells`` bounds a batch's padded attention, ``B x T x T`` cells per
+    layer and head (8 sentences of 128 tokens: 38 MB of float32 on the default model's 6 x 12 heads); one request
+    longer than that still runs, alone."""
+
+    max_batch: int = 8
+    max_waiting: int = 256  # 100 students at once must all get in: 32 batches of 8, about 2 s of forward passes
+    max_cells: int = 8 * 128 * 128
+    window: float = 0.005  # seconds an idle worker waits after a first request for others to arrive
+    timeout: float = 60.0  # seconds a request waits for its run, queueing included
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
+        """The defaults, changed by whichever of ``ENVIRONMENT``'s variables are set (the window in
+        milliseconds, the timeout in seconds); VizError naming the variable for a value that is not one."""
+        environ = os.environ if environ is None else environ
+        changes: dict[str, float] = {}
+        for field, name in ENVIRONMENT.items():
+            if environ.get(name, "").strip():
+                changes[field] = setting(name, environ[name], whole=field.startswith("max_"), zero=field == "window")
+        if "window" in changes:
+            changes["window"] /= 1000
+        return cls(**changes)
+
+
+ENVIRONMENT = {"max_batch": "VIZCORE_QUEUE_BATCH", "max_waiting": "VIZCORE_QUEUE_LENGTH",
+               "window": "VIZCORE_QUEUE_WINDOW_MS", "timeout": "VIZCORE_QUEUE_TIMEOUT"}
+
+
+def setting(name: str, text: str, whole: bool = True, zero: bool = False) -> float:
+    """The number in environment variable ``name``: positive (or 0 when ``zero``), whole when ``whole``."""
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 or (zero and value == 0)) or value == float("inf"):
+        kind = "a whole number" if whole else "a number"
+        raise VizError(f"{name}={text!r} is not a valid setting: give {kind} above 0{' (or 0)' if zero else ''}.")
+    return value
+
+
+def torch_threads(environ: Mapping[str, str] | None = None) -> int:
+    """torch's intra-op threads asked for: ``VIZCORE_TORCH_THREADS`` (a whole number above 0) or the default."""
+    environ = os.environ if environ is None else environ
+    text = environ.get(TORCH_THREADS, "").strip()
+    return int(setting(TORCH_THREADS, text)) if text else DEFAULT_TORCH_THREADS
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """VizError for the first of the server's variables that is set to something that is not a valid value."""
+    torch_threads(environ)
+    Limits.from_env(environ)
