@@ -81,11 +81,12 @@ button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !
 """
 
 
-# The dark theme's primary colour is a light red (.streamlit/config.toml): a primary button's label black on it
-# (white was 2.5:1), white on the light theme's dark red as Streamlit draws it.
+# The dark theme's primary colour is a light red (.streamlit/config.toml): a primary button's label, and a chosen
+# option's tag in a multiselect, black on it (white was 2.5:1), white on the light theme's dark red as Streamlit draws.
 BUTTON_CSS = """
 <style>
-[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] * {
+[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] *,
+[data-testid="stMultiSelectTagsContainer"] [data-tag], [data-testid="stMultiSelectTagsContainer"] [data-tag] * {
   color: light-dark(#FFFFFF, #000000) !important;
 }
 </style>
