@@ -255,7 +255,7 @@ MEASURE = """() => {
 }"""
 
 
-def assert_fits_the_laptop(page, name: str) -> None:
+def assert_fits_the_laptop(page, name: str, restore_theme: bool = True) -> None:
     """At 1024 x 768: no control label, metric or chosen value cut to "…", no label word broken across lines ("Learnin g
     rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it);
     and no WCAG 2.2 AA violation axe-core finds, in the light theme or the dark one
@@ -268,7 +268,7 @@ def assert_fits_the_laptop(page, name: str) -> None:
     shown = (found["cut"], found["broken"], scrolls, found["clipped"])
     assert shown == ([], [], [], []), f"{name} at 1024 x 768: {found}"
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"
-    assert_accessible_in_both_themes(page, name)
+    assert_accessible_in_both_themes(page, name, restore=restore_theme)
 
 
 # ---- WCAG 2.2 AA as axe-core measures it in the page (issue 30 A) ------------------------------------------
@@ -317,15 +317,16 @@ def in_theme(page, scheme: str) -> None:
     wait_until_idle(page, quiet_ms=300)
 
 
-def assert_accessible_in_both_themes(page, name: str) -> None:
-    """axe-core on what the page shows, in the light theme, then in the dark one (switched in place, as a user's
-    dark mode does, so the same session, run and view are checked in both: issue 30 A), then light again."""
-    assert_accessible(page, name)
-    in_theme(page, "dark")
-    try:
-        assert_accessible(page, f"{name} (dark)")
-    finally:
-        in_theme(page, "light")
+def assert_accessible_in_both_themes(page, name: str, restore: bool = True) -> None:
+    """axe-core on what the page shows in the theme it is in, then in the other one (switched in place, as a user's
+    dark mode does, so the same session, run and view are checked in both: issue 30 A), then back (``restore``), or
+    left there: a sweep's next view starts in it, one switch a view (``sweep_views`` ends in the light theme)."""
+    dark = page.evaluate(f"{APP_BACKGROUND} !== '{WHITE}'")
+    assert_accessible(page, f"{name} ({'dark' if dark else 'light'})")
+    in_theme(page, "light" if dark else "dark")
+    assert_accessible(page, f"{name} ({'light' if dark else 'dark'})")
+    if restore:
+        in_theme(page, "dark" if dark else "light")
 
 
 # ---- every main view at 1024 x 768 (issue 35 D): a click per view where a test already has the page open -----
@@ -361,7 +362,9 @@ def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
         open_view(page, f"{name} {view}", kind, control)
         # the view's control at the top of the window, so that the screenshot shows the view, not the heading
         control(page).evaluate("element => element.scrollIntoView({block: 'start'})")
-        assert_fits_the_laptop(page, f"{name}-{view}")
+        assert_fits_the_laptop(page, f"{name}-{view}", restore_theme=False)
+    if page.evaluate(f"{APP_BACKGROUND} !== '{WHITE}'"):
+        in_theme(page, "light")
 
 
 def open_view(page, name: str, kind: str, control) -> None:

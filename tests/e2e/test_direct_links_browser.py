@@ -152,7 +152,7 @@ def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_stream
         assert page.locator('[data-testid="stException"]').count() == 0
         check_query_parameters(page, name)
         assert external_requests(requests) == []
-        assert_fits_the_laptop(page, name)
+        assert_fits_the_laptop(page, name, restore_theme=False)  # the sweep goes on in the theme it is in
         sweep_views(page, name, VIEWS.get(name, []))
     finally:
         page.close()
