@@ -1,0 +1,114 @@
+"""A visitor without a browser: Streamlit's own websocket protocol, as the browser speaks it.
+
+The replica tests need many visitors at once on two cores, so no Chromium: each visitor loads the page by
+HTTP (where nginx gives it its replica cookie), then opens ``/_stcore/stream`` (subprotocol ``streamlit``,
+an ``Origin`` header, the cookie) and sends what the browser sends on connecting: a ``rerun_script``
+BackMsg carrying the address bar's query string and page. The server answers with ForwardMsgs (protobuf)
+until ``script_finished``. After a dropped socket, ``reconnect`` does what the browser's reconnect does: a
+new socket and the same rerun from the URL. (A stand-in until bench/streamlit_client.py lands.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from urllib.parse import urlencode, urlparse
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.asyncio.client import ClientConnection, connect
+
+REPLICA_HEADER = "X-Vizcore-Replica"
+COOKIE = "vizcore_replica"
+
+
+@dataclass
+class PageRun:
+    """What one script run sent back."""
+
+    seconds: float
+    status: str  # ForwardMsg.script_finished's name, e.g. FINISHED_SUCCESSFULLY
+    exceptions: list[str]  # the messages of exception elements on the page
+    shown: bytes  # every delta, serialised: what the page drew (search it for a sentence)
+
+
+@dataclass
+class Visitor:
+    """One student: a cookie jar, a page with its query string, and at most one open websocket."""
+
+    base: str  # http://host:port
+    page: str  # a URL path without the slash ("" is Home, "attention" the Explorer)
+    query: dict[str, str]
+    cookies: dict[str, str] = field(default_factory=dict)
+    replicas: list[str] = field(default_factory=list)  # X-Vizcore-Replica of every answer, in order
+    socket: ClientConnection | None = None
+
+    @property
+    def query_string(self) -> str:
+        return urlencode(self.query)
+
+    def _cookie_header(self) -> dict[str, str]:
+        return {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())} if self.cookies else {}
+
+    def _remember(self, headers) -> None:
+        self.replicas.append(headers.get(REPLICA_HEADER) or "")
+        for value in headers.get_all("Set-Cookie") or []:
+            name, _, rest = value.partition("=")
+            self.cookies[name.strip()] = rest.split(";")[0]
+
+    def load(self, path: str | None = None) -> int:
+        """GET the page (or ``path``, e.g. a static file) as the browser does first; returns the status."""
+        url = f"{self.base}/{self.page if path is None else path}"
+        if path is None and self.query:
+            url += f"?{self.query_string}"
+        request = urllib.request.Request(url, headers=self._cookie_header())
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            self._remember(response.headers)
+            return response.status
+
+    async def open(self) -> None:
+        host = urlparse(self.base).netloc
+        self.socket = await connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], origin=self.base,
+                                    additional_headers=self._cookie_header(), max_size=None, open_timeout=30)
+        response = self.socket.response
+        self.replicas.append(response.headers.get(REPLICA_HEADER) or "")
+        for value in response.headers.get_all("Set-Cookie"):
+            name, _, rest = value.partition("=")
+            self.cookies[name.strip()] = rest.split(";")[0]
+
+    async def run(self, timeout: float = 120.0) -> PageRun:
+        """Send the browser's rerun (this page, this query string) and read until the run finishes."""
+        message = BackMsg()
+        message.rerun_script.query_string = self.query_string
+        message.rerun_script.page_name = self.page
+        started = time.perf_counter()
+        await self.socket.send(message.SerializeToString())
+        exceptions: list[str] = []
+        shown: list[bytes] = []
+        while True:
+            remaining = timeout - (time.perf_counter() - started)
+            forward = ForwardMsg.FromString(await asyncio.wait_for(self.socket.recv(), max(remaining, 0.001)))
+            kind = forward.WhichOneof("type")
+            if kind == "delta":
+                shown.append(forward.delta.SerializeToString())
+                element = forward.delta.new_element
+                if element.WhichOneof("type") == "exception":
+                    exceptions.append(f"{element.exception.type}: {element.exception.message}")
+            elif kind == "script_finished":
+                status = ForwardMsg.ScriptFinishedStatus.Name(forward.script_finished)
+                if status != "FINISHED_EARLY_FOR_RERUN":
+                    return PageRun(time.perf_counter() - started, status, exceptions, b"".join(shown))
+
+    async def reconnect(self, timeout: float = 120.0) -> PageRun:
+        """The browser's answer to a dropped socket: a new one (same cookie, same URL) and the page's rerun."""
+        await self.close()
+        await self.open()
+        return await self.run(timeout)
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
+            self.socket = None
