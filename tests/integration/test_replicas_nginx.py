@@ -14,12 +14,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from deploy.replicas import Supervisor, find_nginx, nginx_config
-from tests.support.ports import free_port_block
+from tests.support.processes import alive, descendants, free_port_block
 from tests.support.streamlit_ws import COOKIE, REPLICA_HEADER, Visitor
 
 REPLICAS = 3
@@ -117,31 +116,7 @@ def test_stop_leaves_no_process(tmp_path):
     supervisor = Supervisor(2, port, tmp_path, _fake, find_nginx(), say=lambda text: None)
     supervisor.start()
     _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
-    pids = _descendants(os.getpid())
+    pids = descendants(os.getpid())
     assert len(pids) >= 4, "expected two replicas, nginx's master and its worker"
     supervisor.stop()
-    assert [pid for pid in pids if _alive(pid)] == []
-
-
-def _descendants(root: int) -> list[int]:
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(") ", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    found, todo = [], [root]
-    while todo:
-        parent = todo.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        todo += children
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
+    assert [pid for pid in pids if alive(pid)] == []

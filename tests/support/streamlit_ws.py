@@ -102,6 +102,15 @@ class Visitor:
                 if status != "FINISHED_EARLY_FOR_RERUN":
                     return PageRun(time.perf_counter() - started, status, exceptions, b"".join(shown))
 
+    async def wait_closed(self, timeout: float = 30.0) -> None:
+        """Read what is left (the server sends a page profile after a run) until the socket drops: raises
+        the websockets ConnectionClosed it ends with, or TimeoutError if it stays open."""
+        async def read_all() -> None:
+            while True:
+                await self.socket.recv()
+
+        await asyncio.wait_for(read_all(), timeout)
+
     async def reconnect(self, timeout: float = 120.0) -> PageRun:
         """The browser's answer to a dropped socket: a new one (same cookie, same URL) and the page's rerun."""
         await self.close()
