@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 REPLICA_ENV = "VIZCORE_REPLICA"  # r1 ... rN in each replica's environment (its logs can say which it is)
-NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install nginx-light`, or `make nginx` as "
+NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install nginx`, or `make nginx` as "
               "root), or pass --nginx /path/to/nginx")
 START_GRACE = 120.0  # seconds a (re)started replica has to answer /_stcore/health: it imports torch meanwhile
 HEALTH_EVERY = 2.0  # seconds between two health polls of every replica
