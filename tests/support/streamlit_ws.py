@@ -32,6 +32,7 @@ class PageRun:
     status: str  # ForwardMsg.script_finished's name, e.g. FINISHED_SUCCESSFULLY
     exceptions: list[str]  # the messages of exception elements on the page
     shown: bytes  # every delta, serialised: what the page drew (search it for a sentence)
+    widgets: dict[str, str] = field(default_factory=dict)  # "<element type>:<label>" -> widget id
 
 
 @dataclass
@@ -79,15 +80,19 @@ class Visitor:
             name, _, rest = value.partition("=")
             self.cookies[name.strip()] = rest.split(";")[0]
 
-    async def run(self, timeout: float = 120.0) -> PageRun:
-        """Send the browser's rerun (this page, this query string) and read until the run finishes."""
+    async def run(self, timeout: float = 120.0, typed: dict[str, str] | None = None) -> PageRun:
+        """Send the browser's rerun (this page, this query string; ``typed``: widget id -> the text typed into
+        it) and read until the run finishes."""
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_name = self.page
+        for widget_id, text in (typed or {}).items():
+            message.rerun_script.widget_states.widgets.add(id=widget_id, string_value=text)
         started = time.perf_counter()
         await self.socket.send(message.SerializeToString())
         exceptions: list[str] = []
         shown: list[bytes] = []
+        widgets: dict[str, str] = {}
         while True:
             remaining = timeout - (time.perf_counter() - started)
             forward = ForwardMsg.FromString(await asyncio.wait_for(self.socket.recv(), max(remaining, 0.001)))
@@ -95,12 +100,17 @@ class Visitor:
             if kind == "delta":
                 shown.append(forward.delta.SerializeToString())
                 element = forward.delta.new_element
-                if element.WhichOneof("type") == "exception":
+                element_kind = element.WhichOneof("type")
+                if element_kind == "exception":
                     exceptions.append(f"{element.exception.type}: {element.exception.message}")
+                elif element_kind:
+                    widget = getattr(element, element_kind)
+                    if getattr(widget, "id", "") and hasattr(widget, "label"):
+                        widgets[f"{element_kind}:{widget.label}"] = widget.id
             elif kind == "script_finished":
                 status = ForwardMsg.ScriptFinishedStatus.Name(forward.script_finished)
                 if status != "FINISHED_EARLY_FOR_RERUN":
-                    return PageRun(time.perf_counter() - started, status, exceptions, b"".join(shown))
+                    return PageRun(time.perf_counter() - started, status, exceptions, b"".join(shown), widgets)
 
     async def wait_closed(self, timeout: float = 30.0) -> None:
         """Read what is left (the server sends a page profile after a run) until the socket drops: raises
