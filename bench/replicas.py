@@ -145,6 +145,20 @@ def measure(students: int, replicas: int) -> dict:
             os.killpg(server.pid, signal.SIGKILL)
 
 
+def measure_url(url: str, students: int) -> dict:
+    """The same class against a server that runs elsewhere (a cluster's Ingress): times and errors only."""
+    load = os.getloadavg()
+    started = time.perf_counter()
+    waves, errors, visitors = asyncio.run(_class(url.rstrip("/"), students))
+    spread: dict[str, int] = {}
+    for visitor in visitors:
+        for name in set(visitor.replicas) - {""}:
+            spread[name] = spread.get(name, 0) + 1
+    return {"students": students, "replicas": "?", "waves": waves, "errors": errors,
+            "seconds": time.perf_counter() - started, "cpu_per_student_run": float("nan"), "rss_before": float("nan"),
+            "rss_after": float("nan"), "load_before": load, "load_after": os.getloadavg(), "spread": spread}
+
+
 def report(result: dict) -> str:
     cells = []
     for wave in WAVES:
@@ -167,10 +181,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.replicas", description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2], help="one run per value (1: no nginx)")
+    parser.add_argument("--url", help="visit this running server instead of starting one (e.g. a cluster's Ingress)")
     args = parser.parse_args(argv)
     print(HEADER, flush=True)
-    for replicas in args.replicas:
-        result = measure(args.students, replicas)
+    for replicas in [None] if args.url else args.replicas:
+        result = measure_url(args.url, args.students) if args.url else measure(args.students, replicas)
         print(report(result), flush=True)
         for error in result["errors"][:5]:
             print(f"  error: {error}", file=sys.stderr)

@@ -39,7 +39,7 @@ class PageRun:
 class Visitor:
     """One student: a cookie jar, a page with its query string, and at most one open websocket."""
 
-    base: str  # http://host:port
+    base: str  # http://host:port or https://host (a cluster's Ingress)
     page: str  # a URL path without the slash ("" is Home, "attention" the Explorer)
     query: dict[str, str]
     cookies: dict[str, str] = field(default_factory=dict)
@@ -71,14 +71,12 @@ class Visitor:
             return response.status
 
     async def open(self) -> None:
-        host = urlparse(self.base).netloc
-        self.socket = await connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], origin=self.base,
+        address = urlparse(self.base)
+        scheme = "wss" if address.scheme == "https" else "ws"
+        stream = f"{scheme}://{address.netloc}{address.path.rstrip('/')}/_stcore/stream"
+        self.socket = await connect(stream, subprotocols=["streamlit"], origin=f"{address.scheme}://{address.netloc}",
                                     additional_headers=self._cookie_header(), max_size=None, open_timeout=30)
-        response = self.socket.response
-        self.replicas.append(response.headers.get(REPLICA_HEADER) or "")
-        for value in response.headers.get_all("Set-Cookie"):
-            name, _, rest = value.partition("=")
-            self.cookies[name.strip()] = rest.split(";")[0]
+        self._remember(self.socket.response.headers)  # the upgrade's answer names the replica too
 
     async def run(self, timeout: float = 120.0, typed: dict[str, str] | None = None) -> PageRun:
         """Send the browser's rerun (this page, this query string; ``typed``: widget id -> the text typed into
