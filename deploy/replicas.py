@@ -40,7 +40,8 @@ NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install
               "root), or pass --nginx /path/to/nginx")
 START_GRACE = 120.0  # seconds a (re)started replica has to answer /_stcore/health: it imports torch meanwhile
 HEALTH_EVERY = 2.0  # seconds between two health polls of every replica
-HEALTH_FAILS = 3  # polls in a row without an answer before a started replica counts as hung and is restarted
+HEALTH_TIMEOUT = 5.0  # seconds a poll waits: under a class's load the server thread answers late, not never
+HEALTH_FAILS = 5  # polls in a row without an answer before a started replica counts as hung and is restarted
 STOP_WAIT = 10.0  # seconds a process has after SIGTERM before SIGKILL
 
 Command = Callable[[str, int], list[str]]
@@ -101,7 +102,7 @@ def _stop_group(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         os.killpg(process.pid, sig)
 
 
-def _healthy(url: str, timeout: float = 2.0) -> bool:
+def _healthy(url: str, timeout: float = HEALTH_TIMEOUT) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/_stcore/health", timeout=timeout) as response:
             return response.status == 200
