@@ -38,13 +38,21 @@ TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 REPLICA_ENV = "VIZCORE_REPLICA"  # r1 ... rN in each replica's environment (its logs can say which it is)
 NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install nginx`, or `make nginx` as "
               "root), or pass --nginx /path/to/nginx")
-START_GRACE = 120.0  # seconds a (re)started replica has to answer /_stcore/health: it imports torch meanwhile
-HEALTH_EVERY = 2.0  # seconds between two health polls of every replica
-HEALTH_TIMEOUT = 5.0  # seconds a poll waits: under a class's load the server thread answers late, not never
-HEALTH_FAILS = 5  # polls in a row without an answer before a started replica counts as hung and is restarted
-STOP_WAIT = 10.0  # seconds a process has after SIGTERM before SIGKILL
 
 Command = Callable[[str, int], list[str]]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How the supervisor watches (seconds). A restart ends every session on that replica, so it is slow to
+    call a replica hung: under a class's load the server thread answers late, not never."""
+
+    start_grace: float = 120.0  # a (re)started replica imports torch before it answers /_stcore/health
+    every: float = 2.0  # between two rounds of health polls
+    timeout: float = 5.0  # one poll's wait for an answer
+    fails: int = 5  # polls in a row without an answer before a started replica counts as hung
+    stop_wait: float = 10.0  # after SIGTERM, before SIGKILL
+    fail_timeout: int = 5  # nginx skips a replica that refused a connection for this long, then tries it again
 
 
 def app_command(host: str, port: int, streamlit_args: Sequence[str] = ()) -> list[str]:
@@ -53,11 +61,12 @@ def app_command(host: str, port: int, streamlit_args: Sequence[str] = ()) -> lis
             "--server.headless", "true", *streamlit_args]
 
 
-def nginx_config(listen: str, replica_ports: Sequence[int], run_dir: Path, host: str = "127.0.0.1") -> str:
+def nginx_config(listen: str, replica_ports: Sequence[int], run_dir: Path, host: str = "127.0.0.1",
+                 fail_timeout: int = Timing.fail_timeout) -> str:
     """The nginx configuration for replicas r1 ... rN on ``host``:``replica_ports``, listening on ``listen``."""
     names = [f"r{i}" for i in range(1, len(replica_ports) + 1)]
     servers = {name: f"{host}:{port}" for name, port in zip(names, replica_ports)}
-    passive = "max_fails=1 fail_timeout=5s"
+    passive = f"max_fails=1 fail_timeout={fail_timeout}s"
     pinned = []
     for name, address in servers.items():
         backups = "".join(f"        server {other} backup;\n" for other in servers.values() if other != address)
@@ -102,7 +111,7 @@ def _stop_group(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         os.killpg(process.pid, sig)
 
 
-def _healthy(url: str, timeout: float = HEALTH_TIMEOUT) -> bool:
+def _healthy(url: str, timeout: float) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/_stcore/health", timeout=timeout) as response:
             return response.status == 200
@@ -127,13 +136,14 @@ class Supervisor:
 
     def __init__(self, replicas: int, port: int, run_dir: Path, command: Command, nginx: str,
                  listen_host: str = "127.0.0.1", host: str = "127.0.0.1", env: dict | None = None,
-                 say: Callable[[str], None] = print):
+                 say: Callable[[str], None] = print, timing: Timing = Timing()):
         if replicas < 1:
             raise SystemExit("--replicas must be 1 or more")
         self.replicas = [Replica(f"r{i}", port + i) for i in range(1, replicas + 1)]
         self.port, self.run_dir, self.command, self.nginx_bin = port, run_dir, command, nginx
         self.listen, self.host, self.say = f"{listen_host}:{port}", host, say
         self.env = dict(os.environ if env is None else env)
+        self.timing = timing
         self.nginx: subprocess.Popen | None = None
         self.stopping = False
 
@@ -143,7 +153,8 @@ class Supervisor:
         for replica in self.replicas:
             self._start_replica(replica)
         conf = self.run_dir / "nginx.conf"
-        conf.write_text(nginx_config(self.listen, [r.port for r in self.replicas], self.run_dir, self.host))
+        conf.write_text(nginx_config(self.listen, [r.port for r in self.replicas], self.run_dir, self.host,
+                                     self.timing.fail_timeout))
         checked = subprocess.run([self.nginx_bin, "-t", "-q", "-p", str(self.run_dir), "-c", str(conf)],
                                  capture_output=True, text=True)
         if checked.returncode != 0:
@@ -179,13 +190,13 @@ class Supervisor:
         for replica in self.replicas:
             url = f"http://{self.host}:{replica.port}"
             ended = replica.process is None or replica.process.poll() is not None
-            if not ended and _healthy(url):
+            if not ended and _healthy(url, self.timing.timeout):
                 changed |= not replica.ready
                 replica.ready, replica.misses = True, 0
                 continue
             replica.misses += 0 if ended else 1
-            starting = not replica.ready and time.monotonic() - replica.started < START_GRACE
-            if ended or (not starting and replica.misses >= HEALTH_FAILS):
+            starting = not replica.ready and time.monotonic() - replica.started < self.timing.start_grace
+            if ended or (not starting and replica.misses >= self.timing.fails):
                 why = (f"ended with code {replica.process.returncode}" if ended
                        else f"did not answer /_stcore/health {replica.misses} times")
                 self.say(f"replica {replica.name} (port {replica.port}) {why}: restarting it")
@@ -205,7 +216,7 @@ class Supervisor:
             return
         _stop_group(replica.process)
         try:
-            replica.process.wait(STOP_WAIT)
+            replica.process.wait(self.timing.stop_wait)
         except subprocess.TimeoutExpired:
             _stop_group(replica.process, signal.SIGKILL)
             replica.process.wait()
@@ -217,7 +228,7 @@ class Supervisor:
         if self.nginx is not None and self.nginx.poll() is None:
             self.nginx.send_signal(signal.SIGTERM)  # nginx's fast shutdown
             try:
-                self.nginx.wait(STOP_WAIT)
+                self.nginx.wait(self.timing.stop_wait)
             except subprocess.TimeoutExpired:
                 _stop_group(self.nginx, signal.SIGKILL)
                 self.nginx.wait()
@@ -228,7 +239,7 @@ class Supervisor:
             self._stop_replica(replica)
 
     def run(self, until: Callable[[], bool] = lambda: False) -> None:
-        """Check every HEALTH_EVERY seconds until SIGINT/SIGTERM (or ``until()``), then stop everything."""
+        """Check every ``timing.every`` seconds until SIGINT/SIGTERM (or ``until()``), then stop everything."""
         def _signalled(signum, _frame):
             raise KeyboardInterrupt
 
@@ -236,7 +247,7 @@ class Supervisor:
         try:
             self.start()
             while not until():
-                time.sleep(HEALTH_EVERY)
+                time.sleep(self.timing.every)
                 self.check()
         except KeyboardInterrupt:
             self.say("stopping nginx and the replicas")

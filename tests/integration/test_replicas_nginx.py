@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from deploy.replicas import Supervisor, find_nginx, nginx_config
+from deploy.replicas import Supervisor, Timing, find_nginx, nginx_config
 from tests.support.processes import alive, descendants, free_port_block
 from tests.support.streamlit_ws import COOKIE, REPLICA_HEADER, Visitor
 
@@ -38,7 +38,8 @@ def _wait(condition, timeout: float = 20.0) -> None:
 @pytest.fixture
 def cluster(tmp_path):
     port = free_port_block(REPLICAS + 1)
-    supervisor = Supervisor(REPLICAS, port, tmp_path, _fake, find_nginx(), say=lambda text: None)
+    supervisor = Supervisor(REPLICAS, port, tmp_path, _fake, find_nginx(), say=lambda text: None,
+                            timing=Timing(fail_timeout=1))
     supervisor.start()
     try:
         _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
@@ -106,9 +107,27 @@ def test_a_dead_replicas_visitors_move_to_another_and_stay_there_once_it_is_back
     cluster.check()  # the supervisor sees the ended process and starts it again
     assert cluster.replicas[0].restarts == 1 and cluster.replicas[0].process.pid != dead.pid
     _wait(lambda: (cluster.check(), cluster.replicas[0].ready)[1])
-    time.sleep(5.5)  # nginx's fail_timeout: after it, r1 takes its own visitors again
+    time.sleep(2.5)  # nginx's fail_timeout (1 s here, counted in whole seconds): then r1 takes its visitors again
     assert _get(base, "r1")[1] == "r1"
     assert _get(base, replica)[1] == replica, "a moved visitor went back to the replica that lost its session"
+
+
+def test_a_replica_that_stops_answering_is_replaced(tmp_path):
+    supervisor = Supervisor(1, free_port_block(2), tmp_path, _fake, find_nginx(), say=lambda text: None,
+                            timing=Timing(timeout=0.3, fails=2, stop_wait=0.5))
+    supervisor.start()
+    try:
+        replica = supervisor.replicas[0]
+        _wait(lambda: (supervisor.check(), replica.ready)[1])
+        hung = replica.process
+        os.kill(hung.pid, signal.SIGSTOP)  # alive, but answers nothing: a replica stuck in a page run
+        supervisor.check()
+        assert replica.process is hung and replica.misses == 1, "one late answer is not yet a hung replica"
+        supervisor.check()
+        assert replica.process is not hung and replica.restarts == 1 and hung.poll() is not None
+        _wait(lambda: (supervisor.check(), replica.ready)[1])
+    finally:
+        supervisor.stop()
 
 
 def test_stop_leaves_no_process(tmp_path):
