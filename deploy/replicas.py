@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -160,9 +161,9 @@ class Supervisor:
         if checked.returncode != 0:
             self.stop()
             raise SystemExit(f"nginx refused its configuration {conf}:\n{checked.stderr.strip()}")
-        self.nginx = subprocess.Popen([self.nginx_bin, "-p", str(self.run_dir), "-c", str(conf)],
-                                      stdout=subprocess.DEVNULL, stderr=open(self.run_dir / "nginx.stderr", "ab"),
-                                      preexec_fn=_die_with_parent)
+        with open(self.run_dir / "nginx.stderr", "ab") as log:
+            self.nginx = subprocess.Popen([self.nginx_bin, "-p", str(self.run_dir), "-c", str(conf)],
+                                          stdout=subprocess.DEVNULL, stderr=log, preexec_fn=_die_with_parent)
         self._write_state()
         self.say(f"nginx on http://{self.listen} -> {len(self.replicas)} replicas on ports "
                  f"{self.replicas[0].port}-{self.replicas[-1].port}; logs in {self.run_dir}")
@@ -238,24 +239,34 @@ class Supervisor:
         for replica in self.replicas:
             self._stop_replica(replica)
 
-    def run(self, until: Callable[[], bool] = lambda: False) -> None:
-        """Check every ``timing.every`` seconds until SIGINT/SIGTERM (or ``until()``), then stop everything."""
+    def run(self) -> None:
+        """Check every ``timing.every`` seconds until SIGINT (Ctrl-C) or SIGTERM, then stop everything."""
         def _signalled(signum, _frame):
             raise KeyboardInterrupt
 
         previous = {sig: signal.signal(sig, _signalled) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.start()
-            while not until():
+            while True:
                 time.sleep(self.timing.every)
                 self.check()
         except KeyboardInterrupt:
             self.say("stopping nginx and the replicas")
         finally:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean stop short
+            for sig in previous:  # a second Ctrl-C must not cut the clean stop short
+                signal.signal(sig, signal.SIG_IGN)
             self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _free(address: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1" if address == "localhost" else address, port))
+        except OSError:
+            return False
+    return True
 
 
 def default_threads(replicas: int) -> str:
@@ -275,6 +286,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not 1 <= args.port <= 65535 - args.replicas:
         raise SystemExit(f"--port {args.port}: the port and the next {args.replicas} must be from 1 to 65535")
+    busy = [port for port in range(args.port, args.port + args.replicas + 1) if not _free(args.address, port)]
+    if busy:
+        raise SystemExit(f"port {busy[0]} is in use: choose another --port (nginx takes it, the replicas the next "
+                         f"{args.replicas})")
     nginx = find_nginx(args.nginx)
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="vizcore-replicas-"))
     run_dir.mkdir(parents=True, exist_ok=True)
