@@ -1,6 +1,6 @@
 """Two real app replicas behind nginx (``python -m deploy.replicas``), visited through Streamlit's own protocol.
 
-Six students (tests/support/streamlit_ws.py: the browser's HTTP page load, then its websocket and rerun)
+Four students (tests/support/streamlit_ws.py: the browser's HTTP page load, then its websocket and rerun)
 open the Explorer with a sentence of their own. They are shared out over both replicas and each one's page,
 files and websocket stay on one replica. Then one replica is killed: its students' sockets drop, they
 reconnect as the browser does and get their page back from the URL on the other replica, while the other
@@ -26,7 +26,7 @@ from tests.support.processes import alive, descendants, free_port_block
 from tests.support.streamlit_ws import COOKIE, Visitor
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDENTS = 6
+STUDENTS = int(os.environ.get("VIZCORE_REPLICA_STUDENTS", "4"))  # the heavier run: VIZCORE_REPLICA_STUDENTS=30
 START_TIMEOUT = 240.0  # two replicas import torch and load the model at once, on 2 shared cores
 
 
@@ -81,8 +81,8 @@ def test_students_stay_on_their_replica_and_survive_the_loss_of_the_other(served
         assert (run.status, run.exceptions) == ("FINISHED_SUCCESSFULLY", [])
         assert student.query["text"].encode() in run.shown, "the page did not show the sentence from its link"
         by_replica.setdefault(_replica_of(student), []).append(student)
-    assert sorted(by_replica) == ["r1", "r2"] and min(map(len, by_replica.values())) >= STUDENTS // 3, \
-        f"students not shared out: { {name: len(group) for name, group in by_replica.items()} }"
+    counts = {name: len(group) for name, group in by_replica.items()}
+    assert sorted(counts) == ["r1", "r2"] and abs(counts["r1"] - counts["r2"]) <= 1, f"not shared out: {counts}"
 
     victims, others = by_replica["r1"], by_replica["r2"]
     pid = next(r["pid"] for r in _state(run_dir)["replicas"] if r["name"] == "r1")
