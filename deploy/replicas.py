@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -295,6 +296,8 @@ def main(argv: list[str] | None = None) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", default_threads(args.replicas))
+    # One secret for all: a cookie Streamlit signs on one replica (st.login's) stays valid on another after a failover.
+    env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     supervisor = Supervisor(args.replicas, args.port, run_dir.resolve(),
                             lambda host, port: app_command(host, port, args.streamlit_args), nginx,
                             listen_host=args.address, env=env, say=lambda text: print(text, flush=True))
