@@ -148,6 +148,7 @@ class Supervisor:
         self.timing = timing
         self.nginx: subprocess.Popen | None = None
         self.stopping = False
+        self.announced = False  # "all replicas answer" said once
 
     def start(self) -> None:
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -212,6 +213,9 @@ class Supervisor:
             raise SystemExit(1)
         if changed:
             self._write_state()
+            if all(replica.ready for replica in self.replicas) and not self.announced:
+                self.announced = True
+                self.say(f"all {len(self.replicas)} replicas answer: open http://{self.listen}/")
 
     def _stop_replica(self, replica: Replica) -> None:
         if replica.process is None:
