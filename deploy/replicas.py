@@ -215,7 +215,8 @@ class Supervisor:
             self._write_state()
             if all(replica.ready for replica in self.replicas) and not self.announced:
                 self.announced = True
-                self.say(f"all {len(self.replicas)} replicas answer: open http://{self.listen}/")
+                host = socket.gethostname() if self.listen.startswith("0.0.0.0:") else self.listen.rsplit(":", 1)[0]
+                self.say(f"all {len(self.replicas)} replicas answer: open http://{host}:{self.port}/")
 
     def _stop_replica(self, replica: Replica) -> None:
         if replica.process is None:
