@@ -158,14 +158,15 @@ class Supervisor:
         conf = self.run_dir / "nginx.conf"
         conf.write_text(nginx_config(self.listen, [r.port for r in self.replicas], self.run_dir, self.host,
                                      self.timing.fail_timeout))
-        checked = subprocess.run([self.nginx_bin, "-t", "-q", "-p", str(self.run_dir), "-c", str(conf)],
-                                 capture_output=True, text=True)
+        # -p, -e: nginx's prefix and its start-up error log in the run directory, not /var/log (a user cannot
+        # write there)
+        nginx = [self.nginx_bin, "-p", str(self.run_dir), "-e", str(self.run_dir / "error.log"), "-c", str(conf)]
+        checked = subprocess.run([*nginx, "-t", "-q"], capture_output=True, text=True)
         if checked.returncode != 0:
             self.stop()
             raise SystemExit(f"nginx refused its configuration {conf}:\n{checked.stderr.strip()}")
         with open(self.run_dir / "nginx.stderr", "ab") as log:
-            self.nginx = subprocess.Popen([self.nginx_bin, "-p", str(self.run_dir), "-c", str(conf)],
-                                          stdout=subprocess.DEVNULL, stderr=log, preexec_fn=_die_with_parent)
+            self.nginx = subprocess.Popen(nginx, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=_die_with_parent)
         self._write_state()
         self.say(f"nginx on http://{self.listen} -> {len(self.replicas)} replicas on ports "
                  f"{self.replicas[0].port}-{self.replicas[-1].port}; logs in {self.run_dir}")

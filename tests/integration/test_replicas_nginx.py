@@ -59,7 +59,8 @@ def test_the_configuration_passes_nginx_own_check(tmp_path):
         (tmp_path / "tmp" / sub).mkdir(parents=True)
     conf = tmp_path / "nginx.conf"
     conf.write_text(nginx_config("127.0.0.1:18000", [18001, 18002, 18003, 18004], tmp_path))
-    out = subprocess.run([find_nginx(), "-t", "-p", str(tmp_path), "-c", str(conf)], capture_output=True, text=True)
+    out = subprocess.run([find_nginx(), "-t", "-p", str(tmp_path), "-e", str(tmp_path / "error.log"), "-c", str(conf)],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 
 
