@@ -31,7 +31,9 @@ import os
 import re
 import resource
 import shlex
+import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -196,6 +198,44 @@ def sample(pids: list[int]) -> ServerSample:
     return ServerSample(rss_kb / 1024, ticks / os.sysconf("SC_CLK_TCK"), os.getloadavg())
 
 
+def start_profile(pid: int, path: Path, gil: bool) -> subprocess.Popen:
+    """py-spy sampling ``pid`` (and its children) into ``path`` (collapsed stacks) until ``stop_profile``."""
+    command = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid), "--format", "raw",
+               "--output", str(path), "--rate", "50", "--nonblocking", "--subprocesses", *(["--gil"] if gil else [])]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop_profile(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGINT)  # py-spy writes its file on Ctrl-C
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def profile_summary(path: Path, top: int = 25) -> str:
+    """The sampled stacks' heaviest functions: inclusive share (the function or anything it called was running),
+    and self share (the innermost frame), over every sample py-spy took of a thread that was not idle."""
+    inclusive: Counter = Counter()
+    own: Counter = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        frames = [re.sub(r":\d+\)$", ")", frame) for frame in stack.split(";")]  # per function, not per line
+        total += int(count)
+        for frame in set(frames):
+            inclusive[frame] += int(count)
+        own[frames[-1]] += int(count)
+    if not total:
+        return "no samples"
+    lines = [f"{total:,} samples (50 a second of each busy thread)", "inclusive:"]
+    lines += [f"  {100 * n / total:5.1f} %  {frame}" for frame, n in inclusive.most_common(top)]
+    lines += ["self:"] + [f"  {100 * n / total:5.1f} %  {frame}" for frame, n in own.most_common(top)]
+    return "\n".join(lines)
+
+
 # --- the class ---
 
 async def warm_up(url: str, timeout: float) -> list[PageRun]:
@@ -211,8 +251,10 @@ async def warm_up(url: str, timeout: float) -> list[PageRun]:
 
 
 async def run_class(url: str, students: int, pids: list[int], timeout: float = 120.0,
-                    warm: bool = True, waves: tuple[Wave, ...] = WAVES) -> ClassResult:
-    """``students`` tabs through ``waves``, all at once within a wave; the server's ``pids`` sampled around it."""
+                    warm: bool = True, waves: tuple[Wave, ...] = WAVES, profile: Path | None = None,
+                    gil: bool = False) -> ClassResult:
+    """``students`` tabs through ``waves``, all at once within a wave; the server's ``pids`` sampled around it
+    (and the first one profiled into ``profile`` by py-spy, if given)."""
     if warm:
         for run in await warm_up(url, timeout):
             if not run.ok:
@@ -222,10 +264,13 @@ async def run_class(url: str, students: int, pids: list[int], timeout: float = 1
     tabs = [StreamlitTab(url, timeout) for _ in class_]
     result.before = sample(pids) if pids else None
     own_start = resource.getrusage(resource.RUSAGE_SELF)
+    spy = start_profile(pids[0], profile, gil) if profile and pids else None
     try:
         for wave in waves:
             result.waves[wave.name] = list(await asyncio.gather(*(wave.step(tab, s) for tab, s in zip(tabs, class_))))
     finally:
+        if spy is not None:
+            stop_profile(spy)
         await asyncio.gather(*(tab.close() for tab in tabs), return_exceptions=True)
     own_end = resource.getrusage(resource.RUSAGE_SELF)
     result.bench_cpu_s = (own_end.ru_utime + own_end.ru_stime) - (own_start.ru_utime + own_start.ru_stime)
@@ -338,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--label", default="default server", help="the row's name in docs/BENCHMARKS.md")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a page run may take")
     parser.add_argument("--no-warm-up", dest="warm", action="store_false")
+    parser.add_argument("--profile", type=Path, help="py-spy the server during the class into this file (raw stacks)")
+    parser.add_argument("--gil", action="store_true", help="--profile only samples the thread holding the GIL")
     parser.add_argument("--write", action="store_true", help="add or replace this run's row in docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
     if args.students < 1:
@@ -356,8 +403,11 @@ def main(argv: list[str] | None = None) -> None:
         if not pids:
             print("no server process found on this machine: memory and CPU are not measured (give --pid)")
         start = time.perf_counter()
-        result = asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm))
+        result = asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm, profile=args.profile,
+                                       gil=args.gil))
         print(summary(result))
+        if args.profile and pids:
+            print(profile_summary(args.profile))
         print(f"  wall time {time.perf_counter() - start:.1f} s")
     if args.write:
         print(f"wrote {write(result, args.label)}")
