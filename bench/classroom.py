@@ -11,6 +11,10 @@ from a student's request to its last ``script_finished``, p50 / p95 / max, and e
 (``bench.streamlit_client.ERROR_KINDS``); for the whole class: the server's memory before and after, its CPU
 seconds per student, and the machine's load.
 
+``--static``: on arrival each student first fetches the page's files over HTTP as a browser without a cache
+does (``bench.streamlit_client.load_static``: 6.8 MB a browser from Streamlit 1.67, served uncompressed); without
+it the students speak only the websocket, as a browser with the files cached.
+
 Before the class, one visitor opens every page once (``--no-warm-up`` skips it): the teacher tried the
 lesson, and a first run that loads a model is a start-up cost (``bench.startup``), not the class's.
 
@@ -43,7 +47,7 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 from bench.report import DOC, markdown_table, write_section
-from bench.streamlit_client import ERROR_KINDS, PageRun, StreamlitTab
+from bench.streamlit_client import ERROR_KINDS, PageRun, StreamlitTab, load_static
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "classroom"
@@ -108,6 +112,18 @@ WAVES = (
     Wave("step-by-step", lambda tab, s: tab.switch("step-by-step")),
     Wave("new sentence", lambda tab, s: tab.type("shared.text", s.new_sentence)),
 )
+
+
+async def arrive_with_files(tab: StreamlitTab, student: Student) -> PageRun:
+    """Home as a browser without a cache opens it: the page's files over HTTP first (``load_static``), then the
+    websocket; the time covers both."""
+    start = time.perf_counter()
+    _, problem = await load_static(tab.url, tab.timeout)
+    run = await WAVES[0].step(tab, student)
+    run.seconds = time.perf_counter() - start
+    if problem:
+        run.fail("http", problem)
+    return run
 
 
 @dataclass
@@ -385,6 +401,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-warm-up", dest="warm", action="store_false")
     parser.add_argument("--profile", type=Path, help="py-spy the server during the class into this file (raw stacks)")
     parser.add_argument("--gil", action="store_true", help="--profile only samples the thread holding the GIL")
+    parser.add_argument("--static", action="store_true",
+                        help="on arrival each student also fetches the page's files over HTTP, as a browser "
+                             "without a cache (index.html, its ~60 scripts and styles, the plotly chunk)")
     parser.add_argument("--write", action="store_true", help="add or replace this run's row in docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
     if args.students < 1:
@@ -403,8 +422,9 @@ def main(argv: list[str] | None = None) -> None:
         if not pids:
             print("no server process found on this machine: memory and CPU are not measured (give --pid)")
         start = time.perf_counter()
-        result = asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm, profile=args.profile,
-                                       gil=args.gil))
+        waves = (Wave(WAVES[0].name, arrive_with_files), *WAVES[1:]) if args.static else WAVES
+        result = asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm, waves, args.profile,
+                                       args.gil))
         print(summary(result))
         if args.profile and pids:
             print(profile_summary(args.profile))

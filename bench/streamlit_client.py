@@ -14,10 +14,12 @@ Streamlit itself depends on.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import httpx
 import websockets
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -27,8 +29,9 @@ from streamlit.proto.Slider_pb2 import Slider
 
 # What can go wrong with a page run, as the bench counts it: the app raised (an exception element, or the script
 # did not compile), the app said so itself (an st.error box: bad input, a model that would not load), the page
-# asked for does not exist, no script_finished within the timeout, or the server closed the socket.
-ERROR_KINDS = ("exception", "error_box", "page_not_found", "timeout", "dropped")
+# asked for does not exist, no script_finished within the timeout, the server closed the socket, or a file of
+# the page (``load_static``) did not come.
+ERROR_KINDS = ("exception", "error_box", "page_not_found", "timeout", "dropped", "http")
 RUN_TIMEOUT = 120.0  # seconds a run may take before it counts as one that does not finish
 _FINAL = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
 
@@ -84,6 +87,7 @@ class StreamlitTab:
 
     def __init__(self, url: str, timeout: float = RUN_TIMEOUT, connect_timeout: float = RUN_TIMEOUT) -> None:
         parts = urlsplit(url)
+        self.url = url
         self.origin = f"{parts.scheme}://{parts.netloc}"
         scheme = "wss" if parts.scheme == "https" else "ws"
         self.stream_url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
@@ -274,3 +278,39 @@ def _set_value(entry, field_name: str, value: object) -> None:
         getattr(entry, field_name).data.extend(value)
     else:
         setattr(entry, field_name, value)
+
+
+# What a browser without a cache fetches before it opens the websocket: the page, the scripts and styles it names
+# (Streamlit 1.67's index.html preloads about 60), the server's health and host config; then, for the first chart,
+# the plotly chunk (4.7 MB before compression). Other lazily loaded chunks (fonts, other elements) are left out.
+_ASSET = re.compile(r'(?:src|href)="\./(static/[^"]+\.(?:js|css))"')
+_PLOTLY_CHUNK = re.compile(rb"PlotlyChart\.[\w-]+\.js")
+BROWSER_CONNECTIONS = 6  # parallel HTTP/1.1 connections a browser opens to one host
+
+
+async def load_static(url: str, timeout: float = RUN_TIMEOUT) -> tuple[int, str]:
+    """Fetch a Streamlit page's files as a fresh browser would (gzip accepted). Returns (bytes received over the
+    wire, "" or what failed)."""
+    base = url.rstrip("/")
+    limits = httpx.Limits(max_connections=BROWSER_CONNECTIONS)
+    received = 0
+    async with httpx.AsyncClient(timeout=timeout, limits=limits, headers={"Accept-Encoding": "gzip"}) as client:
+
+        async def get(path: str) -> bytes:
+            nonlocal received
+            response = await client.get(f"{base}/{path}")
+            response.raise_for_status()
+            received += response.num_bytes_downloaded
+            return response.content
+
+        try:
+            page = (await get("")).decode("utf-8", errors="replace")
+            assets = sorted(set(_ASSET.findall(page)))
+            bodies = await asyncio.gather(get("_stcore/health"), get("_stcore/host-config"),
+                                          *(get(path) for path in assets))
+            chunk = next((m.group().decode() for body in bodies for m in [_PLOTLY_CHUNK.search(body)] if m), None)
+            if chunk:
+                await get(f"static/js/{chunk}")
+        except (httpx.HTTPError, OSError) as error:
+            return received, f"{type(error).__name__}: {error}"
+    return received, ""
