@@ -312,8 +312,8 @@ def commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
-    return git("rev-parse", "--short", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no")
-                                                   else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/BENCHMARKS.md")
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
 
 
 HEADER = (["label", "students"] + [f"{wave.name} p50 / p95 / max s" for wave in WAVES]
@@ -345,7 +345,8 @@ the page run's last `script_finished`, p50 / p95 (nearest rank) / max over the c
 on the page, an error box, a page not found, no `script_finished` within the timeout, a dropped socket.
 RSS and CPU: the server's processes and their children, from /proc, from just before the class (after one
 warm-up visit of every page) to just after; CPU seconds per student over all five waves. The students run
-on the same machine as the server: their own CPU is in each run's printed summary. Load: 1-minute load
+on the same machine as the server: their own CPU is in each run's printed summary. Like a browser, a student
+sends no websocket pings: a server too busy to answer one is not dropped for it. Load: 1-minute load
 average (the machine has {cores} cores; other engineers' work counts in it).
 
 {table}

@@ -104,7 +104,11 @@ class StreamlitTab:
     async def connect(self) -> None:
         self._socket = await websockets.connect(
             self.stream_url, subprotocols=["streamlit"], origin=self.origin, max_size=None,
-            open_timeout=self.connect_timeout)
+            open_timeout=self.connect_timeout,
+            # A browser sends no protocol pings (nor, outside a hosting frame, Streamlit's app_heartbeat): the
+            # websockets client's keepalive closed every socket of a 100-student class whose server was too busy
+            # to answer within 20 s, which no browser would have done.
+            ping_interval=None)
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
