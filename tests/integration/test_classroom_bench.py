@@ -12,6 +12,7 @@ import pytest
 from bench.classroom import NAMES, WAVES, Student, listening_pid, run_class
 from bench.streamlit_client import StreamlitTab
 from tests.e2e.conftest import _free_port, streamlit_server
+from tests.support.event_loop import run_async
 
 STUDENTS = 5
 
@@ -38,7 +39,7 @@ def token_labels(text: str) -> set[str]:
 def test_five_students_go_through_every_wave_and_each_sees_their_own_sentence(server_url):
     pid = listening_pid(urlsplit(server_url).port)
     assert pid is not None
-    result = asyncio.run(run_class(server_url, STUDENTS, [pid], warm=False))
+    result = run_async(run_class(server_url, STUDENTS, [pid], warm=False))
 
     assert result.errors() == {}, [(r.page, r.error, r.detail) for runs in result.waves.values() for r in runs]
     assert list(result.waves) == [wave.name for wave in WAVES]
@@ -82,9 +83,9 @@ def test_what_goes_wrong_is_reported_by_kind(server_url):
             visit(server_url, "step-by-step", timeout=0.001),
             visit(f"http://localhost:{_free_port()}", ""))
 
-    missing, no_mask, too_slow, refused = asyncio.run(visits())
+    missing, no_mask, too_slow, refused = run_async(visits())
     assert (missing.error, no_mask.error, too_slow.error, refused.error) == (
         "page_not_found", "error_box", "timeout", "dropped")
     assert "no mask" in no_mask.detail
-    healthy = asyncio.run(visit(server_url, "attention", urlencode({"text": "Maria reads."})))
+    healthy = run_async(visit(server_url, "attention", urlencode({"text": "Maria reads."})))
     assert healthy.ok and healthy.shows("maria")

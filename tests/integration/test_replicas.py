@@ -22,6 +22,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from deploy.replicas import find_nginx
+from tests.support.event_loop import LoopThread
 from tests.support.processes import alive, descendants, free_port_block
 from tests.support.streamlit_ws import COOKIE, Visitor
 
@@ -74,8 +75,8 @@ def test_students_stay_on_their_replica_and_survive_the_loss_of_the_other(served
         await student.open()
         return await student.run()
 
-    loop = asyncio.new_event_loop()  # one loop for the whole visit: a websocket belongs to the loop that opened it
-    runs = loop.run_until_complete(_each(first_visit, students))
+    loop = LoopThread()  # one loop for the whole visit, in a thread of its own (tests/support/event_loop.py)
+    runs = loop.run(_each(first_visit, students))
     by_replica: dict[str, list[Visitor]] = {}
     for student, run in zip(students, runs):
         assert (run.status, run.exceptions) == ("FINISHED_SUCCESSFULLY", [])
@@ -95,13 +96,13 @@ def test_students_stay_on_their_replica_and_survive_the_loss_of_the_other(served
             return await student.reconnect()
         return await student.run()  # a student of the living replica reruns its page on the same socket
 
-    runs = loop.run_until_complete(_each(after_the_loss, students))
+    runs = loop.run(_each(after_the_loss, students))
     for student, run in zip(students, runs):
         assert (run.status, run.exceptions) == ("FINISHED_SUCCESSFULLY", []), run.exceptions
         assert student.query["text"].encode() in run.shown, "the page did not come back from its link"
         assert student.replicas[-1] == "r2" and student.cookies[COOKIE] == "r2"
     assert all(_replica_of(student) == "r2" for student in others)
-    loop.run_until_complete(_each(Visitor.close, students))
+    loop.run(_each(Visitor.close, students))
     loop.close()
 
 

@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from deploy.replicas import Supervisor, Timing, find_nginx, nginx_config
+from tests.support.event_loop import run_async
 from tests.support.processes import alive, descendants, free_port_block
 from tests.support.streamlit_ws import COOKIE, REPLICA_HEADER, Visitor
 
@@ -81,7 +82,7 @@ def test_new_visitors_spread_and_each_stays_on_its_replica(cluster):
         await visitor.close()
         return answer
 
-    answers = asyncio.run(_gather(visit, visitors))
+    answers = run_async(_gather(visit, visitors))
     for visitor, answer in zip(visitors, answers):
         name = visitor.replicas[0]
         assert visitor.replicas == [name] * 3, "a visitor's requests went to more than one replica"
@@ -136,7 +137,10 @@ def test_stop_leaves_no_process(tmp_path):
     supervisor = Supervisor(2, port, tmp_path, _fake, find_nginx(), say=lambda text: None)
     supervisor.start()
     _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
-    pids = descendants(os.getpid())
+    # what the supervisor started and what they started (not this process's other children: in make test's one
+    # session a browser test may have left its browser and server running in this process)
+    started = [supervisor.nginx.pid] + [replica.process.pid for replica in supervisor.replicas]
+    pids = started + [pid for root in started for pid in descendants(root)]
     assert len(pids) >= 4, "expected two replicas, nginx's master and its worker"
     supervisor.stop()
     assert [pid for pid in pids if alive(pid)] == []

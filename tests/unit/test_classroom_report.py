@@ -40,7 +40,7 @@ def test_rows_accumulate_and_a_run_replaces_the_row_of_its_label_and_size(tmp_pa
     doc.write_text("# Benchmarks\n\nother sections stay\n")
     monkeypatch.setattr(report, "DOC", doc)
     monkeypatch.setattr(classroom, "DOC", doc)
-    monkeypatch.setattr(classroom, "commit", lambda: "abc1234")  # no git subprocess in the unit tier
+    monkeypatch.setattr(classroom, "commit", lambda: "abc1234")  # no git process in the unit tier
 
     classroom.write(fake_result(2, 1.0), "before")
     classroom.write(fake_result(4, 1.0), "before")
