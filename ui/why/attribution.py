@@ -37,12 +37,12 @@ KEY_CLASS = "why.attribution.class"
 KEY_STEPS = "why.attribution.steps"
 KEY_LAST_CLASS = "why.attribution.last_class"  # (key, Attribution) of the session's classifier
 KEY_LINK_TARGET = "why.attribution.link_target"  # a link's output= (answer or class), applied once its kind is known
-EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 
 
 # ``output`` is the answer word, or the class name with explain=class (patching has its own ``answer``,
 # head importance its own ``target``).
-URL_PARAMS = {"explain": (KEY_EXPLAIN, url_state.OneOf(tuple(EXPLAIN))), "output": (KEY_LINK_TARGET, url_state.Text()),
+URL_PARAMS = {"explain": (KEY_EXPLAIN, url_state.OneOf(tuple(why.EXPLAIN))),
+              "output": (KEY_LINK_TARGET, url_state.Text()),
               "steps": (KEY_STEPS, url_state.Integer(1, MAX_STEPS))}
 
 
@@ -54,7 +54,7 @@ def show(ctx: WhyContext) -> dict:
         "a path from a baseline, so that they sum to the whole change of the output; **occlusion** removes "
         "each token and runs the model again; **attention rollout** follows attention weights alone through "
         "the layers. Where rollout disagrees with the others, attention is not the explanation.")
-    explain = _choose_explain(ctx)
+    explain = why.choose_explain(ctx, KEY_EXPLAIN)
     link = st.session_state.pop(KEY_LINK_TARGET, None)
     if link is not None:
         st.session_state[KEY_CLASS if explain == "class" else KEY_ANSWER] = link
@@ -71,15 +71,6 @@ def show(ctx: WhyContext) -> dict:
     _show_result(result, ctx, explain)
     return {"explain": "class" if explain == "class" else None,
             "output": result.token if explain == "class" else answer, "steps": steps}
-
-
-def _choose_explain(ctx: WhyContext) -> str:
-    if ctx.classifier is None:
-        st.caption("Train a classifier in the Fine-tuning lab to explain its class here too.")
-        return "answer"
-    if st.session_state.get(KEY_EXPLAIN) not in EXPLAIN:
-        st.session_state[KEY_EXPLAIN] = "answer"
-    return st.radio("Explain", list(EXPLAIN), key=KEY_EXPLAIN, format_func=EXPLAIN.get, horizontal=True)
 
 
 def _choose_answer(ctx: WhyContext) -> str | None:

@@ -36,7 +36,6 @@ KEY_HEAD = "why.attention.head"  # "layer.head", 1-based, as shown
 KEY_EXPLAIN = "why.attention.explain"  # "answer" | "class"
 KEY_CLASS = "why.attention.class"
 KEY_LAST_CLASS = "why.attention.last_class"  # (classifier, key, result) of the session's classifier
-EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
 # Names of their own: the other parts read answer, output and steps.
 URL_PARAMS = {"attention_answer": (KEY_ANSWER, url_state.Text()),
               "attention_steps": (KEY_STEPS, url_state.Integer(1, MAX_STEPS)),
@@ -56,7 +55,7 @@ def show(ctx: WhyContext) -> dict:
         "(query → key, in one head) gets its share of the change, and a layer's shares sum to what removing "
         "all its attention costs (Hao et al., *Self-Attention Attribution*, AAAI 2021). Unlike the weights, "
         "an attribution can be large for a small weight and negative.")
-    explain = _choose_explain(ctx)
+    explain = why.choose_explain(ctx, KEY_EXPLAIN)
     answer = None
     if explain == "answer":
         answer = why.followed_word(ctx, KEY_ANSWER, "Answer (one token; empty = the model's top prediction)",
@@ -86,16 +85,6 @@ def show(ctx: WhyContext) -> dict:
                        file_name="attention-attribution.json", mime="application/json",
                        key="why.attention.download")
     return {"attention_answer": answer, "attention_steps": int(steps), "threshold": threshold}
-
-
-def _choose_explain(ctx: WhyContext) -> str:
-    if ctx.classifier is None:
-        st.caption("Train a classifier in the Fine-tuning lab to explain its class here too.")
-        return "answer"
-    if st.session_state.get(KEY_EXPLAIN) not in EXPLAIN:
-        st.session_state[KEY_EXPLAIN] = "answer"
-    return st.radio("Explain", list(EXPLAIN), key=KEY_EXPLAIN, format_func=EXPLAIN.get, horizontal=True)
-
 
 
 def _class_attribution(classifier: Classifier, sentence: str, label: int, steps: int) -> AttentionAttribution:

@@ -152,6 +152,20 @@ def answer_note(ctx: WhyContext) -> str:
     return f" · the model's answer: **{plain(ctx.answer)}**{masked}"
 
 
+# What a part explains: the masked-LM's answer, or a fine-tuned classifier's class when one is trained
+EXPLAIN = {"answer": "the masked-LM's answer", "class": "the fine-tuned classifier's class"}
+
+
+def choose_explain(ctx: WhyContext, key: str) -> str:
+    """``answer`` or ``class`` (the choice kept under ``key``); ``answer`` while no classifier is trained."""
+    if ctx.classifier is None:
+        st.caption("Train a classifier in the Fine-tuning lab to explain its class here too.")
+        return "answer"
+    if st.session_state.get(key) not in EXPLAIN:
+        st.session_state[key] = "answer"
+    return st.radio("Explain", list(EXPLAIN), key=key, format_func=EXPLAIN.get, horizontal=True)
+
+
 def choose_class(classifier: Classifier, sentence: str, key: str) -> int:
     """The classifier's class a part explains, kept under ``key``: by default the one it predicts for ``sentence``
     (a link's explain=class&output=NAME sets the key first)."""
