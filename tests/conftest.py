@@ -109,6 +109,7 @@ def pytest_terminal_summary(terminalreporter, config):
     begin = getattr(config, "_tier_clock", None)
     tiers: dict[str, dict] = {}
     per_file: dict[str, float] = {}
+    per_test: dict[str, float] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             nodeid, when = getattr(report, "nodeid", ""), getattr(report, "when", None)
@@ -118,6 +119,7 @@ def pytest_terminal_summary(terminalreporter, config):
             tier = tiers.setdefault(parts[1], {"passed": 0, "failed": 0, "seconds": 0.0, "start": None, "stop": 0.0})
             tier["seconds"] += report.duration
             per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + report.duration
+            per_test[nodeid] = per_test.get(nodeid, 0.0) + report.duration
             if report.failed:
                 tier["failed"] += 1
             elif report.passed and when == "call":
@@ -128,7 +130,8 @@ def pytest_terminal_summary(terminalreporter, config):
             tier["stop"] = max(tier["stop"], stop)
     if begin is None or not tiers:
         return
-    _write_file_times(config, per_file)
+    _write_times(config, "test-times.tsv", "file", per_file)
+    _write_times(config, "test-durations.tsv", "test", per_test)
 
     def clock(moment: float) -> str:
         seconds = max(moment - begin, 0)
@@ -142,13 +145,13 @@ def pytest_terminal_summary(terminalreporter, config):
                                         f"{tier['seconds']:.1f} s of test time, {span}")
 
 
-def _write_file_times(config, per_file: dict[str, float]) -> None:
-    """Each test file's test time (setup, call, teardown summed), slowest first, in artifacts/test-times.tsv: where
-    the suite's minutes go (bench/suite.py reports it)."""
-    out = Path(config.rootpath) / "artifacts" / "test-times.tsv"
+def _write_times(config, file_name: str, what: str, times: dict[str, float]) -> None:
+    """Each test file's (test-times.tsv) or test's (test-durations.tsv) time, setup, call and teardown summed,
+    slowest first, in artifacts/: where the suite's minutes go (bench/suite.py keeps them per run)."""
+    out = Path(config.rootpath) / "artifacts" / file_name
     try:
         out.parent.mkdir(exist_ok=True)
-        lines = [f"{seconds:.1f}\t{name}" for name, seconds in sorted(per_file.items(), key=lambda kv: -kv[1])]
-        out.write_text("seconds\tfile\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        lines = [f"{seconds:.1f}\t{name}" for name, seconds in sorted(times.items(), key=lambda kv: -kv[1])]
+        out.write_text(f"seconds\t{what}\n" + "\n".join(lines) + "\n", encoding="utf-8")
     except OSError:  # a read-only checkout still gets the summary lines
         pass
