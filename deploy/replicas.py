@@ -394,6 +394,11 @@ def _free(address: str, port: int) -> bool:
     return True
 
 
+def shares_rooms(replicas: int, env: dict) -> bool:
+    """Whether the supervisor starts the rooms' store: two or more replicas, and no store named in ``env``."""
+    return replicas > 1 and not env.get(ROOMS_ENV)
+
+
 def default_threads(replicas: int) -> str:
     """torch threads per replica: the cores shared out, at least one (more would oversubscribe them)."""
     return str(max(1, (os.cpu_count() or 1) // replicas))
@@ -412,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("streamlit_args", nargs="*", help="more options for each replica's streamlit, after --")
     args = parser.parse_args(argv)
     env = dict(os.environ)
-    shared = args.replicas > 1 and not env.get(ROOMS_ENV)  # else one replica's memory, or the store given
+    shared = shares_rooms(args.replicas, env)  # else one replica's memory, or the store given
     after = args.replicas + shared
     if not 1 <= args.port <= 65535 - after:
         raise SystemExit(f"--port {args.port}: the port and the next {after} must be from 1 to 65535")
