@@ -116,22 +116,54 @@ def memory_read_ms(reads: int = 20_000) -> float:
     return statistics.median(times) * 1e3
 
 
+def server_share(pid: int | None, seconds: float, work=None) -> tuple[float | None, float]:
+    """redis-server's CPU as a share of one core while ``work()`` runs (or while idle for ``seconds``; None for a
+    store not started here), and the wall time."""
+    cpu, started = cpu_seconds(pid) if pid else None, time.monotonic()
+    work() if work else time.sleep(seconds)
+    wall = time.monotonic() - started
+    return ((cpu_seconds(pid) - cpu) / wall if pid else None), wall
+
+
+def burst(clients: list[RedisRooms], reads: int, threads: int = 8) -> None:
+    """``reads`` position reads as fast as ``threads`` threads make them: the store's cost per read."""
+    code = clients[0].open("attention", 1, "")[0]
+
+    def reader(i: int) -> None:
+        for _ in range(reads // threads):
+            clients[i % len(clients)].position(code)
+
+    workers = [threading.Thread(target=reader, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def capacity(pid: int, clients: list[RedisRooms], reads: int = 20_000) -> str:
+    share, wall = server_share(pid, 0, lambda: burst(clients, reads))
+    per_read = share * wall / reads
+    return (f"A burst of {reads:,} reads from 8 threads: {reads / wall:,.0f} reads a second (this one Python process "
+            f"is the limit), redis-server's CPU {per_read * 1e6:.0f} µs per read, so one core of it serves about "
+            f"{round(1 / per_read, -3):,.0f} reads a second.")
+
+
 def measure(url: str, server_pid: int | None, args: argparse.Namespace) -> str:
     clients = [RedisRooms(url) for _ in range(args.replicas)]
     for rooms in clients:  # connections and scripts ready before the clock starts
         rooms.position(rooms.open("attention", 1, "")[0])
     before = uptime()
-    server_cpu = cpu_seconds(server_pid) if server_pid else None
-    started = time.monotonic()
+    idle = server_share(server_pid, 10.0)[0] if server_pid else None
     lesson = Class(clients, args.students, args.seconds)
-    client_cpu = lesson.run()
-    wall = time.monotonic() - started
-    server_share = (cpu_seconds(server_pid) - server_cpu) / wall if server_pid else None
+    result: dict[str, float] = {}
+    busy, wall = server_share(server_pid, 0, lambda: result.update(cpu=lesson.run()))
+    client_cpu = result["cpu"]
     calls = sum(len(times) for times in lesson.times.values())
     rows = [[kind, len(times), f"{percentile(times, 0.5) * 1e3:.2f}", f"{percentile(times, 0.95) * 1e3:.2f}",
              f"{max(times) * 1e3:.2f}"] for kind, times in lesson.times.items()]
     follow = lesson.follow
-    server = (f"redis-server's CPU: {server_share * 100:.1f} % of one core ({calls / wall:.0f} calls a second)"
+    server = (f"redis-server's CPU: {busy * 100:.2f} % of one core during the class ({calls / wall:.0f} calls a "
+              f"second), {idle * 100:.2f} % idle (its own timers, 10 s before the class)"
               if server_pid else "redis-server's CPU: not measured (an outside store)")
     return (
         "## Rooms: a class polling the shared store (`python -m bench.rooms`)\n\n"
@@ -145,6 +177,8 @@ def measure(url: str, server_pid: int | None, args: argparse.Namespace) -> str:
         f"{percentile(follow, 0.5):.2f} s (p50), {percentile(follow, 0.95):.2f} s (p95), {max(follow):.2f} s (max): "
         f"the wait for its next poll, as designed (goal: within 2 s). For scale, the in-memory store's read: "
         f"{memory_read_ms():.4f} ms (p50).\n\n"
+        + (capacity(server_pid, clients) + "\n\n" if server_pid else "")
+        +
         f"Load before: `{before}`; after: `{uptime()}`."
     )
 

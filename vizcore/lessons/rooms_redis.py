@@ -104,7 +104,7 @@ redis.call('HSET', KEYS[1], 'closed', 1)
 return {'ok'}
 """
 
-_FIELDS = ("secret", "touched", "closed", "lesson", "step", "text", "moves")
+_FIELDS = ("touched", "closed", "lesson", "step", "text", "moves")  # what a read needs: not the secret's hash
 
 
 class RedisRooms:
@@ -174,7 +174,7 @@ class RedisRooms:
 
     def _check_live(self, code: str, room: dict) -> None:
         """As the scripts' _LIVE, for reads: the same clock, the same comparison in doubles."""
-        if room["secret"] is None:
+        if room["touched"] is None:
             raise NoSuchRoom(unknown_message(code))
         if room["closed"] == "1" or self._clock() - float(room["touched"]) > IDLE_SECONDS:
             raise RoomExpired(expired_message(code))
