@@ -152,7 +152,7 @@ def test_stop_leaves_no_process(tmp_path):
 def test_the_replicas_share_one_rooms_store_watched_and_stopped_with_them(tmp_path):
     port = free_port_block(4)
     supervisor = Supervisor(2, port, tmp_path, _fake, find_nginx(), say=lambda text: None,
-                            timing=Timing(stop_wait=2), redis=find_redis())
+                            timing=Timing(timeout=1.0, fails=2, stop_wait=1.0), redis=find_redis())
     supervisor.start()
     try:
         _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
@@ -169,6 +169,12 @@ def test_the_replicas_share_one_rooms_store_watched_and_stopped_with_them(tmp_pa
         supervisor.check()  # an ended store is started again on its port
         assert supervisor.store.restarts == 1 and supervisor.store.process.pid != lost.pid
         assert redis_answers(port + 3)
+        hung = supervisor.store.process
+        os.kill(hung.pid, signal.SIGSTOP)  # alive, answering nothing
+        supervisor.check()
+        assert supervisor.store.process is hung, "one missed ping is not yet a hung store"
+        supervisor.check()
+        assert supervisor.store.restarts == 2 and hung.poll() is not None and redis_answers(port + 3)
         pids = [supervisor.nginx.pid, supervisor.store.process.pid] + [r.process.pid for r in supervisor.replicas]
     finally:
         supervisor.stop()

@@ -115,10 +115,12 @@ while rooms.position(code) == seen:
     time.sleep(1.0)  # as a student's page polls
 where = rooms.position(code)
 print(where.lesson, where.step, where.moves, flush=True)
+rooms.answer(code, "student in another process", where.lesson, where.step, "the cat")
+print("answered", flush=True)
 """
 
 
-def test_a_student_in_another_process_follows_the_teachers_move_within_2_s(server):
+def test_a_student_in_another_process_follows_the_teachers_move_within_2_s_and_is_counted(server):
     teacher = _fresh(server)
     code, secret = teacher.open("attention", 1, "")
     student = subprocess.Popen([sys.executable, "-c", STUDENT, server.url, teacher.prefix, code], cwd=ROOT,
@@ -129,6 +131,8 @@ def test_a_student_in_another_process_follows_the_teachers_move_within_2_s(serve
         teacher.move(code, secret, "heads", 3, "")
         assert _line(student, 2.0) == "heads 3 1"
         assert time.monotonic() - moved <= 2.0
+        assert _line(student, 10.0) == "answered"
+        assert teacher.tally(code, "heads", 3) == {"the cat": 1}  # in the teacher's chart
     finally:
         student.kill()
         student.wait()
