@@ -165,3 +165,16 @@ def test_a_store_that_does_not_answer_says_so(tmp_path):
         with pytest.raises(RoomError, match=f"class store at 127.0.0.1:{lost.port} does not answer"):
             rooms.position(code)
         assert time.monotonic() - started < 5.0, "a student's page waited too long for a store that is gone"
+
+
+def test_a_restarted_store_serves_the_same_clients_again(tmp_path):
+    from vizcore.lessons.rooms_redis import RedisRooms
+
+    with redis_server(tmp_path / "first") as first:
+        rooms = RedisRooms(first.url)
+        code, _ = rooms.open("attention", 1, "")
+    with redis_server(tmp_path / "again", port=first.port):  # as the supervisor restarts it: empty, same port
+        with pytest.raises(RoomError, match="no class with the code"):
+            rooms.position(code)  # the rooms were in memory: the class has to be started again
+        code, secret = rooms.open("attention", 1, "")  # its pooled connections and its scripts are renewed
+        assert rooms.move(code, secret, "heads", 2, "").moves == 1

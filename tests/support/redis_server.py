@@ -39,11 +39,12 @@ def redis_binary() -> str | None:
 
 
 @contextlib.contextmanager
-def redis_server(run_dir: Path, timeout: float = 10.0) -> Iterator[RedisServer]:
-    """A running redis-server (its log in ``run_dir``); killed on leaving, whatever happened."""
+def redis_server(run_dir: Path, port: int | None = None, timeout: float = 10.0) -> Iterator[RedisServer]:
+    """A running redis-server (its log in ``run_dir``) on ``port`` or a free one; killed on leaving, whatever
+    happened."""
     binary = redis_binary()
     assert binary, MISSING
-    port = free_port_block(1)
+    port = port or free_port_block(1)
     run_dir.mkdir(parents=True, exist_ok=True)
     process = subprocess.Popen(redis_command(binary, port, run_dir), cwd=run_dir, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
