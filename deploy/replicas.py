@@ -9,6 +9,12 @@ Ctrl-C or SIGTERM stops nginx first (no new connection reaches a dying replica),
 process group, so nothing is left behind. nginx runs as an ordinary child process with its configuration,
 pid, logs and temporary files in the run directory (``--run-dir``, a temporary one by default).
 
+A class that follows its teacher (vizcore/lessons/rooms.py) may have its teacher on one replica and students on
+another, so with two or more replicas the rooms live in one shared store: this starts Debian's ``redis-server``
+on port P+N+1 beside nginx (localhost only, nothing saved to disk, its pid and log in the run directory, health
+checked and restarted like a replica, stopped last) and gives every replica ``VIZCORE_ROOMS=redis://...`` unless
+``VIZCORE_ROOMS`` is set already (an outside store). One replica keeps its rooms in its own memory.
+
 The replicas share one read-only model cache on disk: the embedded model inside its installed wheel and the
 built-in models in ``~/.cache/vizcore/models`` (``make models``), which no replica writes. The one file cache
 they write, the opening heatmaps (``vizcore.model.startup_cache``), is written by atomic rename, so N warm-ups
@@ -38,8 +44,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 REPLICA_ENV = "VIZCORE_REPLICA"  # r1 ... rN in each replica's environment (its logs can say which it is)
+ROOMS_ENV = "VIZCORE_ROOMS"  # the rooms store every replica opens (vizcore.lessons.rooms.open_rooms)
 NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install nginx`, or `make nginx` as "
               "root), or pass --nginx /path/to/nginx")
+
+REDIS_HELP = ("redis-server is missing (the replicas share their classes' rooms through it): install Debian's "
+              "package (`sudo apt-get install redis-server`, or `make redis` as root), pass --redis "
+              "/path/to/redis-server, or set VIZCORE_ROOMS=redis://host:port/0 to a store of your own")
 
 Command = Callable[[str, int], list[str]]
 
@@ -99,6 +110,36 @@ def find_nginx(given: str | None = None) -> str:
     raise SystemExit(NGINX_HELP)
 
 
+def find_redis(given: str | None = None) -> str:
+    """The redis-server binary, or SystemExit with how to install it."""
+    for candidate in (given, shutil.which("redis-server"), "/usr/bin/redis-server"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise SystemExit(REDIS_HELP)
+
+
+def redis_command(binary: str, port: int, run_dir: Path) -> list[str]:
+    """An ordinary redis-server process for the rooms: localhost only, in the foreground (the supervisor watches
+    it), nothing written to disk (a room lives 3 idle hours; a restart ends the classes, as a replica's does)."""
+    return [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--daemonize", "no", "--dir", str(run_dir), "--pidfile", str(run_dir / "redis.pid"),
+            "--logfile", str(run_dir / "redis.log")]
+
+
+def redis_answers(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
+    """Whether a Redis answers PING on ``host``:``port`` (its own protocol: no client library needed)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _without_password(url: str) -> str:
+    return re.sub(r"//[^/@]*@", "//", url)
+
+
 def _die_with_parent() -> None:
     """In a child before exec: its own process group, and SIGTERM when the supervisor dies, even by SIGKILL."""
     os.setsid()
@@ -133,12 +174,28 @@ class Replica:
     log: Path | None = field(default=None, repr=False)
 
 
+@dataclass
+class Store:
+    """The rooms' redis-server: one for all replicas."""
+
+    binary: str
+    port: int
+    process: subprocess.Popen | None = None
+    misses: int = 0
+    restarts: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+
 class Supervisor:
-    """Starts, watches and stops the replicas and nginx. ``command(host, port)`` is one replica's command."""
+    """Starts, watches and stops the replicas and nginx. ``command(host, port)`` is one replica's command.
+    ``redis`` (a redis-server binary): a rooms store on port ``port + replicas + 1`` for them all."""
 
     def __init__(self, replicas: int, port: int, run_dir: Path, command: Command, nginx: str,
                  listen_host: str = "127.0.0.1", host: str = "127.0.0.1", env: dict | None = None,
-                 say: Callable[[str], None] = print, timing: Timing = Timing()):
+                 say: Callable[[str], None] = print, timing: Timing = Timing(), redis: str | None = None):
         if replicas < 1:
             raise SystemExit("--replicas must be 1 or more")
         self.replicas = [Replica(f"r{i}", port + i) for i in range(1, replicas + 1)]
@@ -146,6 +203,9 @@ class Supervisor:
         self.listen, self.host, self.say = f"{listen_host}:{port}", host, say
         self.env = dict(os.environ if env is None else env)
         self.timing = timing
+        self.store = Store(redis, port + replicas + 1) if redis else None
+        if self.store:
+            self.env[ROOMS_ENV] = self.store.url
         self.nginx: subprocess.Popen | None = None
         self.stopping = False
         self.announced = False  # "all replicas answer" said once
@@ -153,6 +213,8 @@ class Supervisor:
     def start(self) -> None:
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.run_dir / "tmp" / sub).mkdir(parents=True, exist_ok=True)
+        if self.store:
+            self._start_store()
         for replica in self.replicas:
             self._start_replica(replica)
         conf = self.run_dir / "nginx.conf"
@@ -170,6 +232,55 @@ class Supervisor:
         self._write_state()
         self.say(f"nginx on http://{self.listen} -> {len(self.replicas)} replicas on ports "
                  f"{self.replicas[0].port}-{self.replicas[-1].port}; logs in {self.run_dir}")
+        rooms = self.env.get(ROOMS_ENV)
+        self.say(f"classes' rooms: redis-server on port {self.store.port}" if self.store else
+                 f"classes' rooms: the store at {_without_password(rooms)}" if rooms else
+                 "classes' rooms: in the replica's memory")
+
+    def _start_store(self, wait: float = 10.0) -> None:
+        """redis-server, answering before the replicas start (it starts in milliseconds)."""
+        store = self.store
+        with open(self.run_dir / "redis.stderr", "ab") as log:
+            store.process = subprocess.Popen(redis_command(store.binary, store.port, self.run_dir),
+                                             cwd=self.run_dir, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        store.misses = 0
+        deadline = time.monotonic() + wait
+        while not redis_answers(store.port, timeout=self.timing.timeout):
+            if store.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit(f"redis-server did not start on port {store.port}; see "
+                                 f"{self.run_dir / 'redis.log'} and {self.run_dir / 'redis.stderr'}")
+            time.sleep(0.05)
+
+    def _check_store(self) -> bool:
+        """Restart the rooms' store if it ended or stopped answering; True when it was restarted."""
+        store = self.store
+        ended = store.process.poll() is not None
+        if not ended and redis_answers(store.port, timeout=self.timing.timeout):
+            store.misses = 0
+            return False
+        store.misses += 0 if ended else 1
+        if not ended and store.misses < self.timing.fails:
+            return False
+        why = f"ended with code {store.process.returncode}" if ended else f"did not answer {store.misses} times"
+        self.say(f"the rooms' redis-server (port {store.port}) {why}: restarting it; open classes have ended "
+                 "(their teachers start them again)")
+        self._stop_store()
+        store.restarts += 1
+        self._start_store()
+        return True
+
+    def _stop_store(self) -> None:
+        process = self.store.process if self.store else None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()  # redis-server's clean shutdown (nothing to save)
+        try:
+            process.wait(self.timing.stop_wait)
+        except subprocess.TimeoutExpired:
+            _stop_group(process, signal.SIGKILL)
+            process.wait()
 
     def _start_replica(self, replica: Replica) -> None:
         replica.log = self.run_dir / f"{replica.name}.log"
@@ -181,7 +292,11 @@ class Supervisor:
         replica.started, replica.misses, replica.ready = time.monotonic(), 0, False
 
     def _write_state(self) -> None:
+        store = self.store
         state = {"port": self.port, "nginx_pid": self.nginx.pid if self.nginx else None,
+                 "rooms": self.env.get(ROOMS_ENV) or "memory",
+                 "redis": {"port": store.port, "pid": store.process.pid if store.process else None,
+                           "restarts": store.restarts} if store else None,
                  "replicas": [{"name": r.name, "port": r.port, "pid": r.process.pid if r.process else None,
                                "restarts": r.restarts, "ready": r.ready} for r in self.replicas]}
         partial = self.run_dir / "state.json.tmp"
@@ -189,8 +304,9 @@ class Supervisor:
         os.replace(partial, self.run_dir / "state.json")
 
     def check(self) -> None:
-        """One round of health checks: restart a replica that ended, or that stopped answering once ready."""
-        changed = False
+        """One round of health checks: restart a replica that ended, or that stopped answering once ready, and the
+        rooms' store likewise."""
+        changed = self._check_store() if self.store else False
         for replica in self.replicas:
             url = f"http://{self.host}:{replica.port}"
             ended = replica.process is None or replica.process.poll() is not None
@@ -231,7 +347,8 @@ class Supervisor:
         _stop_group(replica.process, signal.SIGKILL)  # whatever the replica started and left in its group
 
     def stop(self) -> None:
-        """nginx first (it closes the students' connections), then every replica's process group."""
+        """nginx first (it closes the students' connections), then every replica's process group, then the rooms'
+        store (the replicas use it until they end)."""
         self.stopping = True
         if self.nginx is not None and self.nginx.poll() is None:
             self.nginx.send_signal(signal.SIGTERM)  # nginx's fast shutdown
@@ -245,6 +362,7 @@ class Supervisor:
                 _stop_group(replica.process)
         for replica in self.replicas:
             self._stop_replica(replica)
+        self._stop_store()
 
     def run(self) -> None:
         """Check every ``timing.every`` seconds until SIGINT (Ctrl-C) or SIGTERM, then stop everything."""
@@ -276,6 +394,11 @@ def _free(address: str, port: int) -> bool:
     return True
 
 
+def shares_rooms(replicas: int, env: dict) -> bool:
+    """Whether the supervisor starts the rooms' store: two or more replicas, and no store named in ``env``."""
+    return replicas > 1 and not env.get(ROOMS_ENV)
+
+
 def default_threads(replicas: int) -> str:
     """torch threads per replica: the cores shared out, at least one (more would oversubscribe them)."""
     return str(max(1, (os.cpu_count() or 1) // replicas))
@@ -289,24 +412,29 @@ def main(argv: list[str] | None = None) -> None:
                         help="address nginx listens on (0.0.0.0 for a classroom network; default 127.0.0.1)")
     parser.add_argument("--run-dir", type=Path, help="where nginx.conf, logs and state.json go (default: a temp dir)")
     parser.add_argument("--nginx", help="the nginx binary (default: nginx on PATH, then /usr/sbin/nginx)")
+    parser.add_argument("--redis", help="the redis-server binary for the rooms with 2 or more replicas (default: "
+                        f"redis-server on PATH); not used when {ROOMS_ENV} is set")
     parser.add_argument("streamlit_args", nargs="*", help="more options for each replica's streamlit, after --")
     args = parser.parse_args(argv)
-    if not 1 <= args.port <= 65535 - args.replicas:
-        raise SystemExit(f"--port {args.port}: the port and the next {args.replicas} must be from 1 to 65535")
-    busy = [port for port in range(args.port, args.port + args.replicas + 1) if not _free(args.address, port)]
+    env = dict(os.environ)
+    shared = shares_rooms(args.replicas, env)  # else one replica's memory, or the store given
+    after = args.replicas + shared
+    if not 1 <= args.port <= 65535 - after:
+        raise SystemExit(f"--port {args.port}: the port and the next {after} must be from 1 to 65535")
+    busy = [port for port in range(args.port, args.port + after + 1) if not _free(args.address, port)]
     if busy:
         raise SystemExit(f"port {busy[0]} is in use: choose another --port (nginx takes it, the replicas the next "
-                         f"{args.replicas})")
+                         f"{args.replicas}" + (", the rooms' redis-server the one after)" if shared else ")"))
     nginx = find_nginx(args.nginx)
+    redis = find_redis(args.redis) if shared else None
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="vizcore-replicas-"))
     run_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", default_threads(args.replicas))
     # One secret for all: a cookie Streamlit signs on one replica (st.login's) stays valid on another after a failover.
     env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     supervisor = Supervisor(args.replicas, args.port, run_dir.resolve(),
                             lambda host, port: app_command(host, port, args.streamlit_args), nginx,
-                            listen_host=args.address, env=env, say=lambda text: print(text, flush=True))
+                            listen_host=args.address, env=env, say=lambda text: print(text, flush=True), redis=redis)
     supervisor.run()
 
 

@@ -4,7 +4,9 @@ Four students (tests/support/streamlit_ws.py: the browser's HTTP page load, then
 open the Explorer with a sentence of their own. They are shared out over both replicas and each one's page,
 files and websocket stay on one replica. Then one replica is killed: its students' sockets drop, they
 reconnect as the browser does and get their page back from the URL on the other replica, while the other
-replica's students go on with no error. SIGTERM to the supervisor then leaves no process behind.
+replica's students go on with no error. Both replicas were given the one rooms store the supervisor started
+(a class follows its teacher across them: tests/integration/test_rooms_redis.py), and SIGTERM to the supervisor
+then leaves no process behind, that store included.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from deploy.replicas import find_nginx
+from deploy.replicas import ROOMS_ENV, find_nginx, find_redis, redis_answers
 from tests.support.event_loop import LoopThread
-from tests.support.processes import alive, descendants, free_port_block
+from tests.support.processes import alive, descendants, environ, free_port_block
 from tests.support.streamlit_ws import COOKIE, Visitor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,11 +41,12 @@ def _state(run_dir: Path) -> dict:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("replicas")
-    port = free_port_block(3)
-    find_nginx()  # says how to install it when missing
+    port = free_port_block(4)  # nginx, two replicas, the rooms' redis-server
+    find_nginx(), find_redis()  # say how to install them when missing
+    env = {name: value for name, value in os.environ.items() if name != ROOMS_ENV}  # the supervisor starts the store
     supervisor = subprocess.Popen(
         [sys.executable, "-m", "deploy.replicas", "--replicas", "2", "--port", str(port), "--run-dir", str(run_dir)],
-        cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=open(run_dir / "supervisor.log", "wb"),
+        cwd=ROOT, env={**env, "OMP_NUM_THREADS": "1"}, stdout=open(run_dir / "supervisor.log", "wb"),
         stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -65,6 +68,10 @@ def _replica_of(visitor: Visitor) -> str:
 
 def test_students_stay_on_their_replica_and_survive_the_loss_of_the_other(served):
     _, base, run_dir = served
+    state = _state(run_dir)
+    rooms = [environ(r["pid"]).get(ROOMS_ENV) for r in state["replicas"]]
+    assert rooms == [state["rooms"]] * 2 and state["rooms"] == f"redis://127.0.0.1:{state['redis']['port']}/0"
+    assert redis_answers(state["redis"]["port"]), "the replicas' rooms store does not answer"
     students = [Visitor(base, "attention", {"text": f"Student {i} reads a short sentence about rivers."})
                 for i in range(STUDENTS)]
     for student in students:
@@ -109,10 +116,12 @@ def test_students_stay_on_their_replica_and_survive_the_loss_of_the_other(served
 def test_sigterm_stops_nginx_and_every_replica(served):
     supervisor, _, run_dir = served
     processes = descendants(supervisor.pid)
-    assert len(processes) >= 4, "expected two replicas, nginx's master and its worker"
+    assert len(processes) >= 5, "expected two replicas, nginx's master and its worker, the rooms' redis-server"
+    assert _state(run_dir)["redis"]["pid"] in processes
     supervisor.send_signal(signal.SIGTERM)
     assert supervisor.wait(60) == 0
     assert [pid for pid in processes if alive(pid)] == [], f"left running after SIGTERM; logs in {run_dir}"
+
 
 
 async def _each(visit, students):

@@ -1,4 +1,5 @@
-"""nginx's sticky routing, failover and the supervisor's restarts and stop, with stand-in replicas.
+"""nginx's sticky routing, failover and the supervisor's restarts and stop, with stand-in replicas; the rooms'
+redis-server they share.
 
 The replicas here are tests/support/fake_replica.py (they start in a fraction of a second and answer with their
 name), so the routing itself is checked in a few seconds; tests/integration/test_replicas.py does the same
@@ -8,6 +9,7 @@ with the real app and Streamlit's protocol.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -17,9 +19,9 @@ import urllib.request
 
 import pytest
 
-from deploy.replicas import Supervisor, Timing, find_nginx, nginx_config
+from deploy.replicas import ROOMS_ENV, Supervisor, Timing, find_nginx, find_redis, nginx_config, redis_answers
 from tests.support.event_loop import run_async
-from tests.support.processes import alive, descendants, free_port_block
+from tests.support.processes import alive, descendants, environ, free_port_block
 from tests.support.streamlit_ws import COOKIE, REPLICA_HEADER, Visitor
 
 REPLICAS = 3
@@ -144,3 +146,36 @@ def test_stop_leaves_no_process(tmp_path):
     assert len(pids) >= 4, "expected two replicas, nginx's master and its worker"
     supervisor.stop()
     assert [pid for pid in pids if alive(pid)] == []
+
+
+
+def test_the_replicas_share_one_rooms_store_watched_and_stopped_with_them(tmp_path):
+    port = free_port_block(4)
+    supervisor = Supervisor(2, port, tmp_path, _fake, find_nginx(), say=lambda text: None,
+                            timing=Timing(timeout=1.0, fails=2, stop_wait=1.0), redis=find_redis())
+    supervisor.start()
+    try:
+        _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
+        url = f"redis://127.0.0.1:{port + 3}/0"
+        assert [environ(r.process.pid).get(ROOMS_ENV) for r in supervisor.replicas] == [url, url]
+        assert redis_answers(port + 3)
+        state = json.loads((tmp_path / "state.json").read_text())
+        assert state["rooms"] == url and state["redis"]["pid"] == supervisor.store.process.pid
+        assert (tmp_path / "redis.pid").read_text().strip() == str(supervisor.store.process.pid)
+
+        lost = supervisor.store.process
+        lost.kill()
+        lost.wait()
+        supervisor.check()  # an ended store is started again on its port
+        assert supervisor.store.restarts == 1 and supervisor.store.process.pid != lost.pid
+        assert redis_answers(port + 3)
+        hung = supervisor.store.process
+        os.kill(hung.pid, signal.SIGSTOP)  # alive, answering nothing
+        supervisor.check()
+        assert supervisor.store.process is hung, "one missed ping is not yet a hung store"
+        supervisor.check()
+        assert supervisor.store.restarts == 2 and hung.poll() is not None and redis_answers(port + 3)
+        pids = [supervisor.nginx.pid, supervisor.store.process.pid] + [r.process.pid for r in supervisor.replicas]
+    finally:
+        supervisor.stop()
+    assert [pid for pid in pids if alive(pid)] == [] and not redis_answers(port + 3)

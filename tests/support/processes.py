@@ -51,3 +51,9 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment ``pid`` was started with, from /proc."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)

@@ -3,27 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 KINDS = {"Deployment": "apps/v1", "Service": "v1", "Ingress": "networking.k8s.io/v1",
-         "HorizontalPodAutoscaler": "autoscaling/v2", "PodDisruptionBudget": "policy/v1"}
+         "HorizontalPodAutoscaler": "autoscaling/v2", "PodDisruptionBudget": "policy/v1",
+         "NetworkPolicy": "networking.k8s.io/v1"}
+APP, ROOMS = "vizcore", "vizcore-rooms"  # the app's pods; the rooms' store (rooms.yaml)
 
 
-@pytest.fixture(scope="module")
-def manifests() -> dict[str, dict]:
+def _load() -> dict[tuple[str, str], dict]:
     found = {}
     for path in sorted(K8S.glob("*.yaml")):
         if path.name == "kustomization.yaml":
             continue
         for document in yaml.safe_load_all(path.read_text()):
-            assert document["kind"] not in found, f"two {document['kind']}s"
+            key = (document["kind"], document["metadata"]["name"])
+            assert key not in found, f"two {key}"
             assert document["apiVersion"] == KINDS[document["kind"]], path.name
-            assert document["metadata"]["name"], path.name
-            found[document["kind"]] = document
-    assert set(found) == set(KINDS)
+            found[key] = document
+    return found
+
+
+@pytest.fixture(scope="module")
+def manifests() -> dict[str, dict]:
+    """The app's manifests by kind."""
+    found = {kind: document for (kind, name), document in _load().items() if name == APP}
+    assert set(found) == set(KINDS) - {"NetworkPolicy"}
+    return found
+
+
+@pytest.fixture(scope="module")
+def rooms() -> dict[str, dict]:
+    """The rooms' store by kind."""
+    found = {kind: document for (kind, name), document in _load().items() if name == ROOMS}
+    assert set(found) == {"Deployment", "Service", "NetworkPolicy"}
     return found
 
 
@@ -80,3 +97,24 @@ def test_the_autoscaler_scales_the_deployment(manifests):
     target = spec["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("Deployment", manifests["Deployment"]["metadata"]["name"])
     assert 1 <= spec["minReplicas"] <= spec["maxReplicas"]
+
+
+def test_every_app_pod_opens_the_one_rooms_store_and_only_they_reach_it(manifests, rooms):
+    container = manifests["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    address = urlsplit({item["name"]: item["value"] for item in container["env"]}["VIZCORE_ROOMS"])
+    service, store = rooms["Service"], rooms["Deployment"]["spec"]
+    assert (address.scheme, address.hostname) == ("redis", service["metadata"]["name"])
+    port = next(p for p in service["spec"]["ports"] if p["port"] == address.port)
+    store_container = store["template"]["spec"]["containers"][0]
+    assert any(p["name"] == port["targetPort"] and p["containerPort"] == 6379 for p in store_container["ports"])
+    pods = store["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pods.items()
+    assert store["replicas"] == 1, "two stores would be two sets of rooms"
+    app_pods = manifests["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert not manifests["Service"]["spec"]["selector"].items() <= pods.items(), "the app's Service reaches the store"
+    policy = rooms["NetworkPolicy"]["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= pods.items()
+    assert [rule["podSelector"]["matchLabels"] for rule in policy["ingress"][0]["from"]] == [
+        {"app.kubernetes.io/name": app_pods["app.kubernetes.io/name"]}]
+    args = store_container["args"]
+    assert args[args.index("--save") + 1] == "" and args[args.index("--appendonly") + 1] == "no"

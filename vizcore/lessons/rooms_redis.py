@@ -1,0 +1,211 @@
+"""Rooms in a shared Redis (or Valkey) store: a class across replicas (issue 31 C, issue 34 C). No streamlit here.
+
+With several app processes behind a load balancer (deploy/replicas.py, deploy/k8s/), a student's websocket may
+reach another process than the teacher's, so a room cannot live in one process's memory. ``RedisRooms`` keeps the
+contract of ``MemoryRooms`` exactly (tests/support/rooms_contract.py checks both), with the same messages:
+
+- ``{prefix}{CODE}`` is a hash: the secret's hash (never the secret), the position (lesson, step, text), the
+  teacher's move count, the last ``touched`` time and ``closed``. Whether a room is idle is decided by the
+  injected clock against ``touched`` (so every replica agrees, and tests can move time); a key TTL of
+  ``FORGET_SECONDS`` only collects the garbage, as ``MemoryRooms`` forgets old rooms.
+- ``{prefix}{CODE}:answers:{step}:{lesson}`` is a hash per step, student -> choice (the last answer counts), and
+  ``{prefix}{CODE}:steps`` lists those keys so that a touch keeps every one of them as long as the room.
+- Every change is one Lua script, run atomically by the server: codes are taken only if free (as SET NX does),
+  moves are counted with nothing lost between two teachers' tabs, and concurrent answers all land.
+- Every call is one round trip (a script, one HMGET, or one MULTI for a tally): a class of 30 polling every
+  second is 30 small reads a second (docs/SCALE.md, "A class across replicas").
+
+The code sits in braces (a Redis Cluster hash tag), so all of a room's keys live on one node of a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from vizcore.lessons.rooms import (
+    IDLE_SECONDS,
+    NOT_THE_TEACHER,
+    NoSuchRoom,
+    NotTheTeacher,
+    Position,
+    RoomError,
+    RoomExpired,
+    check_choice,
+    check_code,
+    check_move,
+    expired_message,
+    new_code,
+    new_secret,
+    secret_hash,
+    unknown_message,
+)
+
+PREFIX = "vizcore:room:"
+FORGET_SECONDS = 2 * IDLE_SECONDS  # as MemoryRooms: an ended or idle room answers "ended" this long, then "unknown"
+CONNECT_TIMEOUT = 1.0  # a student's poll must fail fast when the store is gone, not hang the page
+READ_TIMEOUT = 2.0
+
+# The room's liveness, as MemoryRooms._live decides it. ARGV[1] is the caller's clock; it returns a status word.
+_LIVE = """
+local room = redis.call('HMGET', KEYS[1], 'secret', 'touched', 'closed', 'lesson', 'step', 'text', 'moves')
+if not room[1] then return {'unknown'} end
+if room[3] == '1' or tonumber(ARGV[1]) - tonumber(room[2]) > %d then return {'ended'} end
+""" % IDLE_SECONDS
+
+_TOUCH = """
+local function touch(now)
+  redis.call('HSET', KEYS[1], 'touched', now)
+  redis.call('EXPIRE', KEYS[1], %d)
+  redis.call('EXPIRE', KEYS[2], %d)
+  for _, key in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('EXPIRE', key, %d) end
+end
+""" % (FORGET_SECONDS, FORGET_SECONDS, FORGET_SECONDS)
+
+# KEYS: room. ARGV: secret hash, lesson, step, text, now. Takes the code only if no room (live or ended) has it.
+_OPEN = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'secret', ARGV[1], 'lesson', ARGV[2], 'step', ARGV[3], 'text', ARGV[4],
+           'moves', 0, 'touched', ARGV[5], 'closed', 0)
+redis.call('EXPIRE', KEYS[1], %d)
+return 1
+""" % FORGET_SECONDS
+
+# KEYS: room, steps. ARGV: now, secret hash, lesson, step, text. A move to where the class is changes nothing
+# (but still keeps the room open, as MemoryRooms does).
+_MOVE = _LIVE + _TOUCH + """
+if room[1] ~= ARGV[2] then return {'teacher'} end
+touch(ARGV[1])
+if room[4] ~= ARGV[3] or room[5] ~= ARGV[4] or room[6] ~= ARGV[5] then
+  local moves = redis.call('HINCRBY', KEYS[1], 'moves', 1)
+  redis.call('HSET', KEYS[1], 'lesson', ARGV[3], 'step', ARGV[4], 'text', ARGV[5])
+  return {'ok', ARGV[3], ARGV[4], ARGV[5], tostring(moves)}
+end
+return {'ok', room[4], room[5], room[6], room[7]}
+"""
+
+# KEYS: room, steps, this step's answers. ARGV: now, student, choice.
+_ANSWER = _LIVE + _TOUCH + """
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+redis.call('SADD', KEYS[2], KEYS[3])
+touch(ARGV[1])
+return {'ok'}
+"""
+
+# KEYS: room. ARGV: now, secret hash.
+_CLOSE = _LIVE + """
+if room[1] ~= ARGV[2] then return {'teacher'} end
+redis.call('HSET', KEYS[1], 'closed', 1)
+return {'ok'}
+"""
+
+_FIELDS = ("touched", "closed", "lesson", "step", "text", "moves")  # what a read needs: not the secret's hash
+
+
+class RedisRooms:
+    """Rooms in the Redis at ``url`` (``redis://host:port/db``), shared by every process that opens the same
+    address. ``clock`` is wall-clock time: the replicas compare each other's ``touched`` times."""
+
+    def __init__(self, url: str, clock: Callable[[], float] = time.time, prefix: str = PREFIX) -> None:
+        self._clock, self.prefix = clock, prefix
+        try:
+            self._redis = redis.Redis.from_url(
+                url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=READ_TIMEOUT,
+                retry=Retry(NoBackoff(), 1))  # one retry at once: a pooled connection a restarted server dropped
+        except ValueError as error:
+            shown = re.sub(r"//[^/@]*@", "//", url)  # never a password in a message
+            raise RoomError(f"The class store address '{shown}' is not a redis://host:port/db address "
+                            f"({error}).") from None
+        kwargs = self._redis.get_connection_kwargs()
+        self.where = kwargs.get("path") or f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+        self._open, self._move, self._answer, self._close = (
+            self._redis.register_script(script) for script in (_OPEN, _MOVE, _ANSWER, _CLOSE))
+
+    def _keys(self, code: str) -> tuple[str, str]:
+        room = f"{self.prefix}{{{code}}}"
+        return room, f"{room}:steps"
+
+    def _answers_key(self, code: str, lesson: str, step: int) -> str:
+        return f"{self._keys(code)[0]}:answers:{int(step)}:{lesson}"  # the step first: a lesson may hold ':'
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:  # down, slow, or refused us
+            raise RoomError(
+                f"The class store at {self.where} does not answer ({error}). Classes cannot be followed until it "
+                "does: start it again (`make serve REPLICAS=N` starts one with the replicas) or check the "
+                "VIZCORE_ROOMS address the server was given.") from None
+        except redis.exceptions.RedisError as error:
+            raise RoomError(f"The class store at {self.where} refused the request ({error}).") from None
+
+    def _now(self) -> str:
+        return repr(float(self._clock()))
+
+    @staticmethod
+    def _raise_for(status: str, code: str) -> None:
+        if status == "unknown":
+            raise NoSuchRoom(unknown_message(code))
+        if status == "ended":
+            raise RoomExpired(expired_message(code))
+        if status == "teacher":
+            raise NotTheTeacher(NOT_THE_TEACHER)
+
+    def open(self, lesson: str, step: int, text: str) -> tuple[str, str]:
+        lesson, step, text = check_move(lesson, step, text)
+        secret = new_secret()
+        while True:
+            code = new_code()
+            taken = self._call(self._open, keys=[self._keys(code)[0]],
+                               args=[secret_hash(secret), lesson, step, text, self._now()])
+            if taken:
+                return code, secret
+
+    def position(self, code: str) -> Position:
+        code = check_code(code)
+        room = dict(zip(_FIELDS, self._call(self._redis.hmget, self._keys(code)[0], _FIELDS)))
+        self._check_live(code, room)
+        return Position(room["lesson"], int(room["step"]), room["text"], int(room["moves"]))
+
+    def _check_live(self, code: str, room: dict) -> None:
+        """As the scripts' _LIVE, for reads: the same clock, the same comparison in doubles."""
+        if room["touched"] is None:
+            raise NoSuchRoom(unknown_message(code))
+        if room["closed"] == "1" or self._clock() - float(room["touched"]) > IDLE_SECONDS:
+            raise RoomExpired(expired_message(code))
+
+    def move(self, code: str, secret: str, lesson: str, step: int, text: str) -> Position:
+        code = check_code(code)
+        lesson, step, text = check_move(lesson, step, text)
+        reply = self._call(self._move, keys=list(self._keys(code)),
+                           args=[self._now(), secret_hash(str(secret)), lesson, step, text])
+        self._raise_for(reply[0], code)
+        return Position(reply[1], int(reply[2]), reply[3], int(reply[4]))
+
+    def answer(self, code: str, student: str, lesson: str, step: int, choice: str) -> None:
+        choice = check_choice(choice)
+        code = check_code(code)
+        keys = [*self._keys(code), self._answers_key(code, str(lesson), step)]
+        self._raise_for(self._call(self._answer, keys=keys, args=[self._now(), str(student), choice])[0], code)
+
+    def tally(self, code: str, lesson: str, step: int) -> dict[str, int]:
+        code = check_code(code)
+        pipe = self._redis.pipeline(transaction=True)  # one round trip, one consistent snapshot
+        pipe.hmget(self._keys(code)[0], _FIELDS)
+        pipe.hvals(self._answers_key(code, str(lesson), step))
+        fields, choices = self._call(pipe.execute)
+        self._check_live(code, dict(zip(_FIELDS, fields)))
+        counts: dict[str, int] = {}
+        for choice in choices:
+            counts[choice] = counts.get(choice, 0) + 1
+        return counts
+
+    def close(self, code: str, secret: str) -> None:
+        code = check_code(code)
+        reply = self._call(self._close, keys=[self._keys(code)[0]], args=[self._now(), secret_hash(str(secret))])
+        self._raise_for(reply[0], code)
