@@ -141,13 +141,20 @@ _BUSY_AND_QUIET = """() => {
     if (!window.__quietSince) {
         window.__quietSince = performance.now();
         window.__runs = 0;  // script runs the page has seen start (run_and_wait)
+        // A run is counted from the record of its state change, not from the attribute read when the observer is
+        // called: on a starved renderer a short run's 'running' and 'notRunning' can both be applied before the
+        // callback, which then read 'notRunning' twice and missed the run. Each record's new value is the next
+        // record's old value (or the attribute now, for the last one).
         new MutationObserver(changes => {
             window.__quietSince = performance.now();
-            for (const change of changes) {
-                if (change.attributeName === 'data-test-script-state'
-                    && change.target.getAttribute('data-test-script-state') === 'running') window.__runs++;
-            }
-        }).observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+            const states = changes.filter(change => change.attributeName === 'data-test-script-state');
+            states.forEach((change, i) => {
+                const later = states.slice(i + 1).find(next => next.target === change.target);
+                const value = later ? later.oldValue : change.target.getAttribute('data-test-script-state');
+                if (value === 'running') window.__runs++;
+            });
+        }).observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true,
+                                              attributeOldValue: true});
     }
     const app = document.querySelector('[data-testid=stApp]');
     const state = app ? app.getAttribute('data-test-script-state') : 'initial';
@@ -369,9 +376,15 @@ def sweep_views(page, name: str, views: list[tuple[str, tuple]]) -> None:
 
 def open_view(page, name: str, kind: str, control) -> None:
     """Click a view's control as a user does and wait until it is drawn, with no exception on the page."""
-    if kind == "tab":
-        control(page).click()
-        wait_until_idle(page, quiet_ms=500)
-    else:
-        run_and_wait(page, control(page).click)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        if kind == "tab":
+            control(page).click()
+            wait_until_idle(page, quiet_ms=500)
+        else:
+            run_and_wait(page, control(page).click)
+    except (PlaywrightTimeout, TimeoutError) as error:
+        screenshot(page, f"timeout-{name.replace(' ', '-')}")
+        raise AssertionError(f"{name}: {str(error).splitlines()[0]} (artifacts/screenshots/timeout-*.png)") from error
     assert page.locator('[data-testid="stException"]').count() == 0, name

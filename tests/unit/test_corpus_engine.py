@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import threading
 
 import numpy as np
@@ -141,3 +142,20 @@ def test_a_corpus_job_reports_progress_and_a_rerun_after_stop_resumes(worker, co
     job.join(120)
     assert job.status == "done", job.error
     assert (job.done, job.total) == (7, 7) and job.summary["complete"] and job.summary["shards"] == 3
+
+
+def test_a_local_ray_that_does_not_start_is_a_message_not_a_traceback(monkeypatch):
+    """Ray raises a bare Exception when its local node does not come up within its own 30 s (seen at a load
+    average of 24): the CLI says so in one line, with what to do, instead of 'unexpected Exception'."""
+    import types
+
+    from vizcore.corpus.ray_engine import start_ray
+    from vizcore.errors import VizError
+
+    def init(**kwargs):
+        raise Exception("The current node timed out during startup. This could happen because ...")
+
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=init)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with pytest.raises(VizError, match=r"Ray \(local\): The current node timed out during startup.*--engine local"):
+        start_ray(types.SimpleNamespace(ray_address=None, workers=2))

@@ -70,9 +70,11 @@ def start_ray(settings) -> bool:
             with mock.patch.dict(os.environ, env["env_vars"]):
                 ray.init(num_cpus=settings.workers, include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR)
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        raise VizError(f"Could not start or reach Ray ({settings.ray_address or 'local'}): "
-                       f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from error
+    except Exception as error:  # Ray raises a bare Exception when its local node does not start within its 30 s
+        said = str(error).splitlines()[0] if str(error) else type(error).__name__
+        hint = "" if settings.ray_address else (" On a busy machine Ray's local start can take longer than it waits:"
+                                                " try again, or run with --engine local.")
+        raise VizError(f"Could not start or reach Ray ({settings.ray_address or 'local'}): {said}.{hint}") from error
     return True
 
 
