@@ -18,7 +18,7 @@ from vizcore.corpus.engine import Settings, make_worker, run_corpus
 from vizcore.errors import VizError
 from vizcore.model.loading import load_model
 from vizcore.model.run import Capture, run
-from vizcore.neurons.corpus import load_neurons, search_token
+from vizcore.neurons.corpus import join_spans, load_neurons, search_token
 from vizcore.neurons.nmf import nmf
 from vizcore.neurons.sentence import from_run, sentence_factors, strongest
 
@@ -119,7 +119,7 @@ def test_each_hit_carries_its_token_and_context(neuron_run):
         assert row.token == tokens[row.position]
         word = row.token.removeprefix("##")
         assert word in row.context and "[CLS]" not in row.context and "[SEP]" not in row.context
-        assert row.context.replace(" ", "") == (row.left + row.token.removeprefix("##") + row.right).replace(" ", "")
+        assert row.context[row.start:row.end] == word
 
 
 def test_search_counts_the_neurons_whose_examples_are_the_token(neuron_run):
@@ -202,3 +202,14 @@ def test_nmf_recovers_a_known_low_rank_matrix_and_its_error_never_increases():
     np.testing.assert_array_equal(again.strengths, result.strengths)
     with pytest.raises(VizError, match="non-negative"):
         nmf(-np.ones((3, 3)), 2)
+
+
+@pytest.mark.parametrize("tokens, text", [
+    (["", "un", "##bel", "##ievable", "dog", "!", ""], "unbelievable dog !"),
+    (["<s>", "Ġthe", "Ġun", "believ", "able", "Ġdog", "</s>"], "<s> the unbelievable dog</s>"),
+])
+def test_word_pieces_join_into_text_with_each_token_s_span(tokens, text):
+    joined, spans = join_spans(tokens)
+    assert joined == text
+    for token, (start, end) in zip(tokens, spans):
+        assert joined[start:end] == token.removeprefix("##").lstrip("Ġ▁")

@@ -5,7 +5,7 @@ Layers and neurons count from 1 in the flags, as in the app; from 0 in the JSON.
 * ``neurons --layer L --neuron N [--top K] [--corpus DIR]`` (``top``, the default): the neuron's top-activating
   tokens over a corpus run made with ``corpus --neurons K`` (default: the built-in demo) ->
   ``{"layer", "neuron", "corpus", "k", "top": [{"sentence_id", "token", "position", "activation", "context",
-  "left", "right"}...]}``.
+  "token_start", "token_end"}...]}`` (the token's characters in the context).
 * ``neurons sentence --text TEXT [--pair P] --layer L [--neuron N] [--model M]``: one neuron over the sentence's
   tokens (``"activations"``, one per token), or without ``--neuron`` the layer's strongest (``"strongest"``).
 * ``neurons search --token T [--top K] [--corpus DIR]``: the neurons whose top examples are that token most

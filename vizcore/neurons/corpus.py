@@ -6,7 +6,7 @@ which shows a neuron's top-activating examples: per neuron, the k tokens of the 
 activation, each with its sentence and a window of ``CONTEXT`` tokens either side. Special tokens are not
 candidates (``vizcore.neurons.topk``). ``neurons.parquet`` has one row per neuron and rank (0-based
 ``layer``, ``neuron``, ``rank``) with ``sentence_id``, ``position``, ``token``, ``activation``, ``context``
-(the window's text) and ``left`` and ``right`` (the text before and after the token).
+(the window's text) and ``start``, ``end`` (where the token is in it, in characters).
 """
 
 from __future__ import annotations
@@ -69,39 +69,42 @@ def write_neuron_results(out: Path, shard_names: list[str], k: int, write: Calla
         table = table.filter(pa.compute.is_in(table.column("sentence_id"), needed))
         tokens.update(zip(table.column("sentence_id").to_pylist(), table.column("tokens").to_pylist()))
     ids, positions = merged.column("sentence_id").to_pylist(), merged.column("position").to_pylist()
-    around = [context(tokens[i], p) for i, p in zip(ids, positions)]  # (left, whole window, right)
+    around = [context(tokens[i], p) for i, p in zip(ids, positions)]  # (text, start, end)
     table = pa.table({
         "layer": merged.column("layer").cast(pa.int16()), "neuron": merged.column("neuron").cast(pa.int16()),
         "rank": pa.array(rank_in_unit(_unit(merged)), pa.int16()),
         "sentence_id": merged.column("sentence_id").cast(pa.int64()), "position": merged.column("position"),
         "token": pa.array([tokens[i][p] for i, p in zip(ids, positions)]),
         "activation": merged.column("activation").cast(pa.float32()),
-        "context": pa.array([c[1] for c in around]), "left": pa.array([c[0] for c in around]),
-        "right": pa.array([c[2] for c in around]),
+        "context": pa.array([c[0] for c in around]), "start": pa.array([c[1] for c in around], pa.int16()),
+        "end": pa.array([c[2] for c in around], pa.int16()),
     })
     write(table, out / "neurons.parquet")
 
 
-def join_pieces(tokens: list[str]) -> str:
-    """Word pieces as text: WordPiece's ``##`` joins the previous piece; with byte-level BPE or SentencePiece
-    (pieces marked 'Ġ' / '▁' where a word starts), unmarked pieces join. Blank (special) tokens are left out."""
+def join_spans(tokens: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """Word pieces as text, and each piece's (start, end) in it: WordPiece's ``##`` joins the previous piece; with
+    byte-level BPE or SentencePiece (pieces marked 'Ġ' / '▁' where a word starts), unmarked pieces join. Blank
+    (special) tokens are left out (an empty span)."""
     bpe = any(t[:1] in ("Ġ", "▁") for t in tokens if t)
-    text = ""
+    text, spans = "", []
     for token in tokens:
-        if not token:
-            continue
         if bpe:
-            text += " " + token[1:] if token[:1] in ("Ġ", "▁") else token
+            starts_word, piece = token[:1] in ("Ġ", "▁"), token.lstrip("Ġ▁")
         else:
-            text += token[2:] if token.startswith("##") else " " + token
-    return text.strip()
+            starts_word, piece = not token.startswith("##"), token.removeprefix("##")
+        if token and starts_word and text:
+            text += " "
+        spans.append((len(text), len(text) + len(piece) if token else len(text)))
+        text += piece if token else ""
+    return text, spans
 
 
-def context(tokens: list[str], position: int, width: int = CONTEXT) -> tuple[str, str, str]:
-    """The text of the ``width`` tokens before ``position``, of the window with the token, and of those after it."""
-    start, end = max(0, position - width), position + 1 + width
-    return (join_pieces(tokens[start:position]), join_pieces(tokens[start:end]),
-            join_pieces(tokens[position + 1:end]))
+def context(tokens: list[str], position: int, width: int = CONTEXT) -> tuple[str, int, int]:
+    """The text of the ``width`` tokens either side of ``position`` and the token's (start, end) in it."""
+    start = max(0, position - width)
+    text, spans = join_spans(tokens[start:position + 1 + width])
+    return (text, *spans[position - start])
 
 
 # ---- reading ----------------------------------------------------------------------------------------
@@ -125,7 +128,8 @@ def shape_of(table: pd.DataFrame) -> tuple[int, int, int]:
 
 def neuron_top(table: pd.DataFrame, layer: int, neuron: int, top: int | None = None) -> list[dict]:
     """Neuron ``neuron`` of layer ``layer`` (0-based): its top examples, largest first, as records ``{"sentence_id",
-    "token", "position", "activation", "context", "left", "right"}`` (``context``: left, token and right as text)."""
+    "token", "position", "activation", "context", "token_start", "token_end"}`` (where the token is in the
+    context, in characters)."""
     layers, width, k = shape_of(table)
     if not 0 <= layer < layers:
         raise VizError(f"Layer {layer + 1} does not exist: these results have {layers} layers (counted from 1).")
@@ -134,7 +138,8 @@ def neuron_top(table: pd.DataFrame, layer: int, neuron: int, top: int | None = N
                        "(counted from 1).")
     rows = table[(table["layer"] == layer) & (table["neuron"] == neuron)].sort_values("rank").head(top or k)
     return [{"sentence_id": int(r.sentence_id), "token": r.token, "position": int(r.position),
-             "activation": float(r.activation), "context": r.context, "left": r.left, "right": r.right}
+             "activation": float(r.activation), "context": r.context, "token_start": int(r.start),
+             "token_end": int(r.end)}
             for r in rows.itertuples()]
 
 
@@ -151,8 +156,8 @@ def search_token(table: pd.DataFrame, token: str, top: int = 20) -> pd.DataFrame
     if not query or any(c.isspace() for c in query):
         raise VizError(f"Search for one token (a word or a word piece such as 'ing'), not '{token}'.")
     k = shape_of(table)[2]
-    pieces = table["token"].map(piece_text)
-    found = table[pieces == query]
+    tokens = table["token"]
+    found = table[tokens.isin([t for t in tokens.unique() if piece_text(t) == query])]  # ~10,000 distinct
     grouped = found.groupby(["layer", "neuron"], as_index=False).agg(
         hits=("activation", "size"), max_activation=("activation", "max"), mean_activation=("activation", "mean"))
     grouped["share"] = grouped["hits"] / k
