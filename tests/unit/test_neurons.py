@@ -21,6 +21,7 @@ from vizcore.model.run import Capture, run
 from vizcore.neurons.corpus import join_spans, load_neurons, search_token
 from vizcore.neurons.nmf import nmf
 from vizcore.neurons.sentence import from_run, sentence_factors, strongest
+from vizcore.neurons.topk import top_k_rows
 
 TEXT = "The cat sat on the mat, because it was tired."
 LINES = ["The cat sat on the mat.", "", "Dogs bark at the mailman every day.", "Go.",
@@ -213,3 +214,15 @@ def test_word_pieces_join_into_text_with_each_token_s_span(tokens, text):
     assert joined == text
     for token, (start, end) in zip(tokens, spans):
         assert joined[start:end] == token.removeprefix("##").lstrip("Ġ▁")
+
+
+@pytest.mark.parametrize("equal_counts", [True, False])
+def test_top_k_rows_equal_a_plain_sort_of_every_row(equal_counts):
+    rng = np.random.default_rng(5)
+    unit = np.repeat(np.arange(7), 30) if equal_counts else rng.integers(0, 7, 200)
+    rng.shuffle(unit)
+    activation = rng.integers(0, 6, len(unit)).astype(np.float32)  # many ties
+    sentence, position = rng.integers(0, 9, len(unit)), rng.integers(0, 5, len(unit))
+    rows = sorted(range(len(unit)), key=lambda i: (unit[i], -activation[i], sentence[i], position[i]))
+    expected = [i for i in rows if sum(unit[j] == unit[i] for j in rows[:rows.index(i)]) < 4]
+    assert top_k_rows(unit, activation, sentence, position, 4).tolist() == expected

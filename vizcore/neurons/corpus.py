@@ -34,7 +34,8 @@ def shard_neurons(records: pa.Table, k: int) -> dict[str, pa.Table]:
     """A shard's per-sentence records (``vizcore.corpus.measures``) -> ``hits`` (its top ``k`` per neuron:
     ``layer``, ``neuron``, ``sentence_id``, ``position``, ``activation``) and ``tokens`` (``sentence_id``,
     ``tokens`` of the sentences in them, special tokens blank)."""
-    counts = np.asarray([len(v) for v in records.column("neuron").to_pylist()])
+    counts = pa.compute.list_value_length(records.column("neuron")).to_numpy()
+
     def flat(name: str) -> np.ndarray:
         return np.asarray(records.column(name).combine_chunks().flatten())
     hits = pa.table({"layer": flat("neuron_layer"), "neuron": flat("neuron"),

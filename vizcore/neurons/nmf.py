@@ -6,8 +6,8 @@ GELU's outputs go down to about -0.17 and NMF needs non-negative input. It is fa
 ``[T, F]`` (each factor's strength at each token: what is drawn) and H ``[F, neurons]`` (which neurons make
 up each factor), by Lee & Seung (2001)'s multiplicative updates for the Frobenius norm, from a seeded random
 start: the error never increases from one update to the next, and the same seed gives the same factors.
-Ecco calls scikit-learn's NMF (random init, seed 0, 500 iterations); the updates here are the textbook ones,
-in numpy, so the result is close to, not equal to, Ecco's.
+Ecco calls scikit-learn's NMF (coordinate descent, random init, seed 0, 500 iterations); the updates here are
+the textbook ones, in numpy, from another start, so the factors resemble Ecco's without being equal to them.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def nmf(matrix: np.ndarray, factors: int, iterations: int = ITERATIONS, seed: in
         raise VizError(f"The number of factors must be from 1 to {min(MAX_FACTORS, *a.shape)} (at most the number "
                        f"of tokens), not {factors}.")
     rng = np.random.default_rng(seed)
-    scale = np.sqrt(a.mean() / factors)  # scikit-learn's random init: W H has the mean of A
+    scale = np.sqrt(a.mean() / factors)  # the scale of scikit-learn's random init
     w = scale * rng.random((a.shape[0], factors))
     h = scale * rng.random((factors, a.shape[1]))
     errors = [np.linalg.norm(a - w @ h)]
