@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vizcore.errors import VizError
@@ -34,7 +35,7 @@ def shard_neurons(records: pa.Table, k: int) -> dict[str, pa.Table]:
     """A shard's per-sentence records (``vizcore.corpus.measures``) -> ``hits`` (its top ``k`` per neuron:
     ``layer``, ``neuron``, ``sentence_id``, ``position``, ``activation``) and ``tokens`` (``sentence_id``,
     ``tokens`` of the sentences in them, special tokens blank)."""
-    counts = pa.compute.list_value_length(records.column("neuron")).to_numpy()
+    counts = pc.list_value_length(records.column("neuron")).to_numpy()
 
     def flat(name: str) -> np.ndarray:
         return np.asarray(records.column(name).combine_chunks().flatten())
@@ -42,7 +43,7 @@ def shard_neurons(records: pa.Table, k: int) -> dict[str, pa.Table]:
                      "sentence_id": np.repeat(records.column("sentence_id").to_numpy(), counts),
                      "position": flat("neuron_position"), "activation": flat("neuron_activation")})
     hits = merge_hits([hits], k)
-    used = pa.compute.is_in(records.column("sentence_id"), pa.array(np.unique(hits.column("sentence_id"))))
+    used = pc.is_in(records.column("sentence_id"), pa.array(np.unique(hits.column("sentence_id"))))
     return {"hits": hits, "tokens": records.filter(used).select(["sentence_id", "tokens"])}
 
 
@@ -67,7 +68,7 @@ def write_neuron_results(out: Path, shard_names: list[str], k: int, write: Calla
     tokens: dict[int, list[str]] = {}
     for name in shard_names:
         table = pq.read_table(out / "neurons" / "tokens" / name)
-        table = table.filter(pa.compute.is_in(table.column("sentence_id"), needed))
+        table = table.filter(pc.is_in(table.column("sentence_id"), needed))
         tokens.update(zip(table.column("sentence_id").to_pylist(), table.column("tokens").to_pylist()))
     ids, positions = merged.column("sentence_id").to_pylist(), merged.column("position").to_pylist()
     # Many neurons share their top tokens (the demo's 184,320 hits are 2,419 tokens): each context made once.
