@@ -1,14 +1,17 @@
-"""Corpus: what each head does over many sentences (head roles, dependency relations, distributions, search).
+"""Corpus: what each head does over many sentences (head roles, dependency relations, distributions, search), and
+what each feed-forward neuron fires on.
 
-Computation: vizcore/corpus/ (engine, measures, syntax, relations, roles, results) · figures:
-vizcore/corpus/figures.py · CLI: python -m vizcore corpus · docs: docs/CORPUS.md, docs/SCALE.md
-UI: ui/corpus/ (page: which results, the background run, the four views)
+Computation: vizcore/corpus/ (engine, measures, syntax, relations, roles, results), vizcore/neurons/ · figures:
+vizcore/corpus/figures.py, vizcore/neurons/figures.py · CLI: python -m vizcore corpus, python -m vizcore neurons ·
+docs: docs/CORPUS.md, docs/SCALE.md, docs/NEURONS.md
+UI: ui/corpus/ (page: which results, the background run, the four views; feedforward: the Neurons tab)
 """
 
 import streamlit as st
 
 from ui import url_state
 from ui.corpus import page as corpus
+from ui.corpus.feedforward import show_neurons
 from ui.feedback import or_stop
 
 st.title("Corpus: what the heads do over many sentences")
@@ -25,7 +28,8 @@ if folder:
     stamp = corpus.stamp_of(folder)
     results = or_stop(corpus.results, folder, stamp)
     corpus.show_summary(results)
-    roles, relations, distributions, search = st.tabs(["Head roles", "Relations", "Distributions", "Search"])
+    roles, relations, distributions, search, neurons = st.tabs(["Head roles", "Relations", "Distributions", "Search",
+                                                                "Neurons"])
     with roles:
         corpus.show_roles(folder, stamp)
     with relations:
@@ -34,4 +38,6 @@ if folder:
         params["measure"] = corpus.show_distributions(results, folder, stamp)
     with search:
         params.update(corpus.show_search(results))
+    with neurons:
+        show_neurons(folder, stamp)
 url_state.write(params)

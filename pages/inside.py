@@ -1,8 +1,11 @@
-"""Attention, step by step: one layer of the real model recomputed from its weights, and three demos.
+"""Attention, step by step: one layer of the real model recomputed from its weights, three demos, and the layer's
+feed-forward neurons on the sentence.
 
-Computation: vizcore/inside/steps.py, vizcore/inside/demos.py · figures: vizcore/inside/figures.py,
-vizcore/plot.py · CLI: none yet (the recomputation is checked in tests/unit/test_steps.py)
-UI: ui/inside/ (page: the cached recomputation and demos, the matrix and check displays). URL: /step-by-step
+Computation: vizcore/inside/steps.py, vizcore/inside/demos.py, vizcore/neurons/ · figures: vizcore/inside/figures.py,
+vizcore/neurons/figures.py, vizcore/plot.py · CLI: python -m vizcore neurons (the recomputation has none; it is
+checked in tests/unit/test_steps.py) · docs: docs/NEURONS.md
+UI: ui/inside/ (page: the cached recomputation and demos, the matrix and check displays; feedforward: the neurons
+tab). URL: /step-by-step
 """
 
 import pandas as pd
@@ -10,6 +13,7 @@ import streamlit as st
 
 from ui import url_state
 from ui.feedback import CHART, or_none, or_stop
+from ui.inside import feedforward
 from ui.inside.page import (
     LINK,
     get_embedding_parts,
@@ -72,8 +76,9 @@ show_check(f"max |Δ| attention, layer {layer} head {head}", steps.attention_dif
 show_check(f"max |Δ| attention, all {steps.num_heads} heads", steps.all_heads_diff, checks[1])
 show_check(f"max |Δ| layer {layer} output", steps.output_diff, checks[2])
 
-tabs = lazy_tabs(["Input embeddings", "The layer, step by step", "Why √d_k", "Masks", "Word order"], f"{PAGE}.tab",
-                 keep={f"{PAGE}.dk": 64, f"{PAGE}.pad_other": "It was tired.", f"{PAGE}.seed": 0})
+tabs = lazy_tabs(["Input embeddings", "The layer, step by step", "Why √d_k", "Masks", "Word order",
+                  "Feed-forward neurons"], f"{PAGE}.tab",
+                 keep={f"{PAGE}.dk": 64, f"{PAGE}.pad_other": "It was tired.", f"{PAGE}.seed": 0, **feedforward.KEEP})
 
 def show_embeddings() -> None:
     parts = or_stop(get_embedding_parts, sel.model, sel.device, sel.text, sel.pair)
@@ -214,7 +219,11 @@ def show_word_order() -> None:
 
 
 # only the open tab runs (ui/layout.py)
-for tab, show in zip(tabs, (show_embeddings, show_layer, show_scaling, show_masks, show_word_order)):
+def show_neurons() -> None:
+    feedforward.show(sel, layer)
+
+
+for tab, show in zip(tabs, (show_embeddings, show_layer, show_scaling, show_masks, show_word_order, show_neurons)):
     if tab.open:
         with tab:
             show()

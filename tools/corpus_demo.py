@@ -2,7 +2,8 @@
 
 ``python -m tools.corpus_demo`` writes ``vizcore/data/corpus-demo.txt`` (the 519 sentences of the search
 collection, then the first 600 sentences of ``ner-silver.conll`` with 8-30 words, detokenised) and runs
-``python -m vizcore corpus --syntax`` on it with the embedded model into ``vizcore/data/corpus-demo/``.
+``python -m vizcore corpus --syntax --neurons 20`` on it with the embedded model into
+``vizcore/data/corpus-demo/``.
 The same input gives the same files (rerun it after changing the model or the measures). It then
 writes the relation table of docs/CORPUS.md (between its markers) from ``relations.parquet``, beside
 Clark et al.'s BERT-base figures (``CLARK``).
@@ -23,6 +24,7 @@ from vizcore.corpus.results import load_results
 DATA = Path(__file__).resolve().parents[1] / "vizcore" / "data"
 DOC = DATA.parents[1] / "docs" / "CORPUS.md"
 MARK = ("<!-- begin:relations -->", "<!-- end:relations -->")
+NEURONS = 20  # top examples kept per feed-forward neuron (neurons.parquet, the Neurons tab)
 # Clark et al. (2019), Table 1 (BERT-base, WSJ, Stanford dependencies): relation -> (head layer-index, accuracy %,
 # baseline %, baseline offset). spaCy's English labels are ClearNLP's, which keep these names, except that
 # Stanford's "nn" is spaCy's "compound".
@@ -71,7 +73,7 @@ def main() -> None:
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     summary = run_corpus(Settings(input=str(source), out=str(out), syntax=True, batch_size=args.batch_size,
-                                  device="cpu"))  # paths relative to the repository: run from its root
+                                  device="cpu", neurons=NEURONS))  # paths relative to the repository: run from its root
     print(json.dumps(summary))
     write_relation_table(out)
 

@@ -28,6 +28,7 @@ from vizcore.finetune import cli as finetune_cli
 from vizcore.lessons import cli as lessons_cli
 from vizcore.mlm import cli as mlm_cli
 from vizcore.model import cli as model_cli
+from vizcore.neurons import cli as neurons_cli
 from vizcore.norms import cli as norms_cli
 from vizcore.positional import cli as positional_cli
 from vizcore.seq2seq import cli as seq2seq_cli
@@ -36,7 +37,7 @@ from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
 TOPICS = (model_cli, attention_cli, norms_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli,
-          circuits_cli, seq2seq_cli, embeddings_cli, corpus_cli, sizes_cli, lessons_cli)
+          circuits_cli, neurons_cli, seq2seq_cli, embeddings_cli, corpus_cli, sizes_cli, lessons_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,5 +1,5 @@
-"""The Corpus page in AppTest: the built-in demo's summary, role map, relation table and search (with Explorer
-links), a link's parameters, a results folder, and a run of your sentences as a background job.
+"""The Corpus page in AppTest: the built-in demo's summary, role map, relation table, search (with Explorer
+links) and neurons, a link's parameters, a results folder, and a run of your sentences as a background job.
 
 Expected values are read from the demo's Parquet files with pandas here, not through the page's helpers."""
 
@@ -61,6 +61,22 @@ def test_the_demo_shows_its_summary_roles_and_relations(new_app):
     assert relations.loc["det", "best head"] == f"{expected['layer'] + 1}-{expected['head'] + 1}"
     assert abs(relations.loc["det", "accuracy"] - expected["hits"] / expected["count"]) < 1e-12
     assert relations.loc["det", "accuracy"] > relations.loc["det", "baseline accuracy"]
+    neurons_tab_by_hand(at)
+
+
+def neurons_tab_by_hand(at) -> None:
+    """The Neurons tab (drawn with the others): the search for its default token ('dog') and the examples of the
+    neuron it finds first, against the demo's neurons.parquet counted here with pandas."""
+    hits = pq.read_table(DEMO_DIR / "neurons.parquet").to_pandas()
+    dog = hits[hits["token"] == "dog"].groupby(["layer", "neuron"])["activation"].agg(["size", "max"])
+    dog = dog.reset_index().sort_values(["size", "max"], ascending=False).iloc[0]
+    found = table(at, "hits")
+    assert (found["layer"].iloc[0], found["neuron"].iloc[0], found["hits"].iloc[0]) == (
+        dog["layer"] + 1, dog["neuron"] + 1, dog["size"])
+    examples = table(at, "before")  # the stepper starts on the search's first neuron
+    mine = hits[(hits["layer"] == dog["layer"]) & (hits["neuron"] == dog["neuron"])].sort_values("rank")
+    assert examples["activation"].tolist() == mine["activation"].tolist()
+    assert (examples["before"] + examples["token"] + examples["after"]).tolist() == mine["context"].tolist()
 
 
 def test_search_lists_a_heads_top_sentences_with_explorer_links(new_app):

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from tests.app.conftest import decode_plotly, set_shared
 from tests.app.conftest import open_tab as open_tab_of
@@ -43,7 +44,7 @@ def metrics(at) -> dict[str, str]:
 
 def test_only_the_open_tab_runs_and_a_value_set_in_a_tab_survives_a_visit_to_another(app):
     assert [tab.label for tab in app.tabs] == ["Input embeddings", "The layer, step by step", "Why √d_k", "Masks",
-                                               "Word order"]
+                                               "Word order", "Feed-forward neurons"]
     assert len(app.get("plotly_chart")) == 5  # the embeddings' five matrices, not the other tabs' 20 charts
     assert "max |Δ| vs the model's own layer-1 input" in metrics(app)
     open_tab(app, "Why √d_k")
@@ -177,3 +178,26 @@ def test_mpnet_layer_shows_its_relative_bias_and_every_check_passes(app, tiny_mo
         own = encoder.compute_position_bias(torch.zeros(1, len(bias), 1))[0, head].numpy()
     np.testing.assert_allclose(bias, own, atol=1e-5)
     assert "QKᵀ/√8 + B + mask" in chart(app, "step_by_step.weights")["layout"]["title"]["text"]
+
+
+def test_the_neurons_tab_shows_the_sentence_s_strongest_neurons_and_its_factors(app, minilm):
+    """Against the default model's feed-forward activations read with a hook of the test's own."""
+    read = {}
+    block = minilm.model.encoder.layer[LAYER - 1].intermediate
+    handle = block.register_forward_hook(lambda m, i, o: read.__setitem__("a", o.detach()))
+    try:
+        with torch.inference_mode():
+            minilm.model(**minilm.tokenizer(DEFAULT_TEXT, return_tensors="pt"))
+    finally:
+        handle.remove()
+    activations = read["a"][0].numpy()  # (T, d_ff)
+    at = open_tab(app, "Feed-forward neurons")
+    assert not at.exception, [e.value for e in at.exception]
+    strongest = next(f.value for f in at.dataframe if "activation" in f.value.columns)
+    words = activations[1:-1]  # without [CLS] and [SEP]
+    assert strongest["activation"].iloc[0] == pytest.approx(words.max(), abs=1e-4)
+    assert strongest["neuron"].iloc[0] == np.unravel_index(words.argmax(), words.shape)[1] + 1
+    bars = chart(at, "step_by_step.neuron_bars")["data"][0]
+    np.testing.assert_allclose(decode_plotly(bars["y"]), activations[:, strongest["neuron"].iloc[0] - 1], atol=1e-4)
+    assert "5 factors of layer" in chart(at, "step_by_step.factors_heatmap")["layout"]["title"]["text"]
+    assert len(next(f.value for f in at.dataframe if "factor" in f.value.columns)) == 5

@@ -1,5 +1,7 @@
 """The Ray engine on a real local Ray runtime with 2 CPUs (2 actors, one model each) gives the local engine's
-numbers bit for bit on the same input: every per-head measure, the relation table and the examples.
+numbers bit for bit on the same input: every per-head measure, the relation table, the examples, and each
+feed-forward neuron's top 5 tokens (the same tokens in the same order, the same activations: the top-k of
+equal numbers is the same list, ties broken by sentence and position in both).
 
 Why bit for bit, and why the local run is pinned to one thread: both engines cut the same shards into the
 same batches (the same padding, the same tensor shapes), and each Ray actor runs torch on one thread.
@@ -30,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COLLECTION = (ROOT / "vizcore" / "data" / "search-collection.txt").read_text(encoding="utf-8").splitlines()
 KEYS = {"heads.parquet": ["sentence_id", "layer", "head"], "sentences": ["sentence_id"],
         "relations.parquet": ["relation", "direction", "layer", "head"],
-        "examples.parquet": ["relation", "direction", "layer", "head", "sentence_id"]}
+        "examples.parquet": ["relation", "direction", "layer", "head", "sentence_id"],
+        "neurons.parquet": ["layer", "neuron", "rank"]}
 
 
 def read(out: Path, name: str):
@@ -44,7 +47,7 @@ def both(tmp_path_factory, minilm):
     lines = COLLECTION[100:124]
     lines[3:3] = [""]
     (folder / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    common = {"input": str(folder / "in.txt"), "syntax": True, "batch_size": 8, "shard_size": 12}
+    common = {"input": str(folder / "in.txt"), "syntax": True, "batch_size": 8, "shard_size": 12, "neurons": 5}
     threads = torch.get_num_threads()
     torch.set_num_threads(ACTOR_THREADS)
     try:
@@ -53,8 +56,8 @@ def both(tmp_path_factory, minilm):
         torch.set_num_threads(threads)
     result = subprocess.run([sys.executable, "-m", "vizcore", "corpus", "--input", common["input"], "--out",
                              str(folder / "ray"), "--engine", "ray", "--workers", "2", "--syntax", "--batch-size", "8",
-                             "--shard-size", "12"], capture_output=True, text=True, cwd=ROOT, timeout=240,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+                             "--shard-size", "12", "--neurons", "5"], capture_output=True, text=True, cwd=ROOT,
+                            timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr
     return folder, local, json.loads(result.stdout), result.stderr
 

@@ -26,6 +26,8 @@ from vizcore.errors import VizError
 
 SOURCES = {"demo": "Built-in demo", "folder": "Open a results folder", "run": "Run your sentences"}
 KEY_SOURCE, KEY_FOLDER, KEY_TEXTS, KEY_SYNTAX = "corpus.source", "corpus.folder", "corpus.texts", "corpus.syntax"
+KEY_NEURONS = "corpus.neurons"
+NEURON_TOP = 20  # examples kept per feed-forward neuron
 KEY_JOB, KEY_RUN_DIR = "corpus.job", "corpus.run_dir"
 KEY_MEASURE, KEY_MEASURE_LAYER = "corpus.measure", "corpus.measure_layer"
 KEY_RELATION, KEY_DIRECTION, KEY_LAYER, KEY_HEAD = "corpus.relation", "corpus.direction", "corpus.layer", "corpus.head"
@@ -95,7 +97,8 @@ def choose_folder() -> str | None:
 
 def _demo_caption() -> str:
     return ("1,119 sentences (the 519 of the search collection and 600 of the NER silver data, vizcore/data/), "
-            "all-MiniLM-L6-v2, with spaCy's dependency parses; precomputed by python -m tools.corpus_demo")
+            "all-MiniLM-L6-v2, with spaCy's dependency parses and each feed-forward neuron's 20 top examples; "
+            "precomputed by python -m tools.corpus_demo")
 
 
 def run_controls() -> str | None:
@@ -104,6 +107,8 @@ def run_controls() -> str | None:
     state.setdefault(KEY_TEXTS, EXAMPLE_TEXTS)
     texts = st.text_area(f"Sentences, one per line (at most {MAX_RUN_SENTENCES:,})", key=KEY_TEXTS, height=160)
     syntax = st.checkbox("Dependency parses with spaCy (relations and search)", value=True, key=KEY_SYNTAX)
+    neurons = st.checkbox(f"Each feed-forward neuron's {NEURON_TOP} top examples (the Neurons tab)", value=True,
+                          key=KEY_NEURONS)
     job = jobs.current(KEY_JOB)
     left, right = st.columns(2)
     run = left.button("Run", type="primary", key="corpus.run", disabled=jobs.active(job))
@@ -111,7 +116,7 @@ def run_controls() -> str | None:
     if stop:
         jobs.stop(KEY_JOB)
     if run:
-        or_none(_start, texts, syntax)  # a refusal is a message; the rest of the page (the demo) stays
+        or_none(_start, texts, syntax, neurons)  # a refusal is a message; the rest of the page (the demo) stays
     jobs.live(KEY_JOB, _draw_job)
     job = jobs.current(KEY_JOB)
     if job is None or jobs.active(job):
@@ -126,7 +131,7 @@ def run_controls() -> str | None:
     return job.settings.out
 
 
-def _start(texts: str, syntax: bool):
+def _start(texts: str, syntax: bool, neurons: bool):
     from vizcore.corpus.inputs import from_lines
     from vizcore.text import is_blank
 
@@ -140,14 +145,14 @@ def _start(texts: str, syntax: bool):
     loaded = get_model(sel.model, sel.device)
     worker = Worker(loaded, _parser() if syntax else None)
     folder = _run_folder()
-    out = folder / f"out-{abs(hash((texts, syntax, sel.model))) % 10**10}"
+    out = folder / f"out-{abs(hash((texts, syntax, neurons, sel.model))) % 10**10}"
     from_lines(lines, "your sentences")  # their problems (a line too long) now, as a message, before any file
     source = folder / f"{out.name}.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     from vizcore.corpus.job import CorpusJob
 
     settings = Settings(input=str(source), out=str(out), model=sel.model, syntax=syntax, batch_size=16,
-                        shard_size=256)
+                        shard_size=256, neurons=NEURON_TOP if neurons else 0)
     job = jobs.submit(KEY_JOB, CorpusJob(settings, worker))
     for earlier in folder.glob("out-*"):  # the same sentences again resume in theirs; others are done with
         if earlier.name in (out.name, source.name):

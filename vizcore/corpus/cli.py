@@ -1,7 +1,8 @@
 """``python -m vizcore corpus``: per-head measures (and dependency accuracy) over a corpus; JSON on stdout.
 
 ``python -m vizcore corpus --input FILE --out DIR [--engine local|ray] [--ray-address ADDR] [--syntax]
-[--model M] [--batch-size B] [--text-column C] --format json`` writes ``DIR`` (see ``vizcore.corpus.engine``)
+[--neurons K] [--model M] [--batch-size B] [--text-column C] --format json`` writes ``DIR``
+(see ``vizcore.corpus.engine``)
 and prints the summary; a progress bar goes to stderr. A rerun with the same input and settings keeps
 the finished shards and computes the rest.
 """
@@ -39,7 +40,8 @@ def _corpus(args: argparse.Namespace) -> dict:
 
     settings = Settings(input=args.input, out=args.out, engine=args.engine, model=args.model, device=args.device,
                         syntax=args.syntax, batch_size=args.batch_size, shard_size=args.shard_size,
-                        text_column=args.text_column, ray_address=args.ray_address, workers=args.workers).validate()
+                        text_column=args.text_column, ray_address=args.ray_address, workers=args.workers,
+                        neurons=args.neurons).validate()
     corpus = read_corpus(settings.input, settings.text_column)  # before seconds of loading a model
     from vizcore.corpus.engine import run_corpus  # torch and the model: only for a good input
 
@@ -62,6 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, default=2, help="Ray actors, one model each (default: %(default)s)")
     parser.add_argument("--syntax", action="store_true",
                         help="also score heads against spaCy dependency parses (relations.parquet)")
+    parser.add_argument("--neurons", type=int, default=0, metavar="K",
+                        help="also keep each feed-forward neuron's K top-activating tokens (neurons.parquet; "
+                             "python -m vizcore neurons reads it; default: %(default)s, none)")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default: %(default)s)")
     parser.add_argument("--shard-size", type=int, default=DEFAULT_SHARD,
                         help="sentences per shard, the unit a rerun resumes from (default: %(default)s)")

@@ -9,6 +9,9 @@
   ``unaligned_arcs`` with syntax); a shard is finished when this file exists (written last, by rename);
 * with syntax, ``syntax/{hits,offsets,examples}/part-XXXXX.parquet`` (each shard's counts), and once every
   shard is finished, ``relations.parquet`` and ``examples.parquet`` (``vizcore.corpus.relations``);
+* with ``neurons`` = k, ``neurons/{hits,tokens}/part-XXXXX.parquet`` (each shard's top k per feed-forward
+  neuron, and the tokens of the sentences in them), and once every shard is finished, ``neurons.parquet``
+  (the corpus's top k per neuron with their contexts, ``vizcore.neurons.corpus``);
 * ``run.json`` (what the shards were made from: a rerun with other settings is refused) and
   ``summary.json``.
 
@@ -38,6 +41,7 @@ from vizcore.corpus.inputs import Corpus, read_corpus
 from vizcore.corpus.measures import MEASURES, Worker, cached_parser, make_worker, measure_batch  # noqa: F401
 from vizcore.corpus.settings import DEFAULT_SHARD, ENGINES, MAX_BATCH, Settings  # noqa: F401  (re-exported)
 from vizcore.errors import VizError
+from vizcore.neurons.corpus import shard_neurons, write_neuron_results
 
 Progress = Callable[[int, int], None]  # (sentences done, total)
 
@@ -107,7 +111,8 @@ def heads_table(records: pa.Table, layers: int, heads: int) -> pa.Table:
     return pa.table(columns)
 
 
-def write_shard(out: Path, shard: Shard, records: pa.Table, layers: int, heads: int, syntax: bool) -> None:
+def write_shard(out: Path, shard: Shard, records: pa.Table, layers: int, heads: int, syntax: bool,
+                neurons: int = 0) -> None:
     records = records.sort_by("sentence_id")
     write_atomic(heads_table(records, layers, heads), out / "heads.parquet" / shard.name)
     texts = dict(zip(shard.sentence_ids.tolist(), shard.texts))
@@ -122,6 +127,9 @@ def write_shard(out: Path, shard: Shard, records: pa.Table, layers: int, heads: 
         aligned = [len(r) for r in records.column("arc_relation").to_pylist()]
         sentences["arcs"] = pa.array(np.asarray(aligned) + unaligned, pa.int32())  # every arc of the parse
         sentences["unaligned_arcs"] = pa.array(unaligned, pa.int32())
+    if neurons:
+        for kind, table in shard_neurons(records, neurons).items():
+            write_atomic(table, out / "neurons" / kind / shard.name)
     write_atomic(pa.table(sentences), out / "sentences" / shard.name)  # last: the shard is finished
 
 
@@ -166,6 +174,8 @@ def run_corpus(settings: Settings, worker: Worker | None = None, progress: Progr
     layers, heads = _shape(settings, worker)
     manifest = {"model": settings.model, "syntax": settings.syntax, "shard_size": settings.shard_size,
                 "sentences": len(corpus), "fingerprint": fingerprint(corpus), "layers": layers, "heads": heads}
+    if settings.neurons:  # only then: the folders of runs without neurons stay resumable
+        manifest["neurons"] = settings.neurons
     prepare_out(out, manifest)
     pending = [s for s in shards if not (out / "sentences" / s.name).exists()]
     done = len(corpus) - sum(len(s.texts) for s in pending)
@@ -177,8 +187,8 @@ def run_corpus(settings: Settings, worker: Worker | None = None, progress: Progr
     else:
         from vizcore.corpus.ray_engine import run_ray
 
-        timings = run_ray(settings, pending, lambda shard, records: write_shard(out, shard, records, layers, heads,
-                                                                               settings.syntax), report, stop)
+        timings = run_ray(settings, pending, lambda shard, records: write_shard(
+            out, shard, records, layers, heads, settings.syntax, settings.neurons), report, stop)
     seconds = time.perf_counter() - start
     return finish(out, settings, corpus, shards, pending, seconds, stopped=bool(stop and stop.is_set()),
                   timings=timings)
@@ -212,9 +222,9 @@ def _run_local(worker: Worker, pending: list[Shard], settings: Settings, out: Pa
         for batch in shard.batches(settings.batch_size):
             if stop is not None and stop.is_set():
                 return
-            parts.append(measure_batch(worker, batch))
+            parts.append(measure_batch(worker, batch, settings.neurons))
             report(len(batch))
-        write_shard(out, shard, pa.concat_tables(parts), layers, heads, settings.syntax)
+        write_shard(out, shard, pa.concat_tables(parts), layers, heads, settings.syntax, settings.neurons)
 
 
 def finish(out: Path, settings: Settings, corpus: Corpus, shards: list[Shard], pending: list[Shard],
@@ -242,5 +252,9 @@ def finish(out: Path, settings: Settings, corpus: Corpus, shards: list[Shard], p
         unaligned = sum(pa.compute.sum(t.column("unaligned_arcs")).as_py() or 0 for t in sentences)
         summary.update(arcs=int(arcs), unaligned_arcs=int(unaligned))
         rel.write_results(out, [s.name for s in shards], write_atomic)
+    if settings.neurons:
+        summary["neurons"] = settings.neurons
+        if summary["complete"]:
+            write_neuron_results(out, [s.name for s in shards], settings.neurons, write_atomic)
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary

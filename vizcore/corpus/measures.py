@@ -4,7 +4,11 @@
 pyarrow table with one row per sentence: ``sentence_id``, ``num_tokens``, ``truncated`` and ``measures``
 (``[layer, head, measure]`` flattened, float32, the measures of ``vizcore.attention.head_stats``); with a
 parser, also the sentence's arcs (``arc_relation``, ``arc_offset`` ``[A, 2]``, ``hits`` and ``weights``
-``[A, 2, layer, head]`` flattened; see ``vizcore.corpus.syntax``).
+``[A, 2, layer, head]`` flattened; see ``vizcore.corpus.syntax``). With ``neurons`` = k > 0, also the
+sentence's ``tokens`` (special ones blank) and its part of the batch's top-k per feed-forward neuron
+(``vizcore.neurons.topk``): the lists ``neuron_layer``, ``neuron``, ``neuron_position`` and
+``neuron_activation``, one entry per (neuron, token of this sentence) among that neuron's k largest
+activations in the batch.
 
 Stages as in the app's one-sentence core (``vizcore.model.run``): tokenise (truncated to the model's
 maximum, and counted) -> one padded forward pass with eager attention -> per sentence, the attention of
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +29,8 @@ import torch
 from vizcore.attention.head_stats import STATISTICS, token_classes
 from vizcore.corpus import syntax
 from vizcore.model.loading import LoadedModel, load_model
-from vizcore.model.run import forward, model_inputs
+from vizcore.model.run import Hook, forward, model_inputs, neuron_hooks
+from vizcore.neurons.topk import batch_top_k
 
 MEASURES = STATISTICS  # entropy, max_weight, cls, sep, punctuation, self, previous, next
 
@@ -77,8 +83,9 @@ def encode_texts(loaded: LoadedModel, texts: list[str]) -> Encoded:
                    [loaded.tokenizer.convert_ids_to_tokens(row) for row in ids], full)
 
 
-def batch_attention(loaded: LoadedModel, ids: list[list[int]]) -> np.ndarray:
-    """One forward pass over right-padded ``ids``: float32 ``[B, L, H, T, T]`` (T = the longest)."""
+def batch_attention(loaded: LoadedModel, ids: list[list[int]], specs: Sequence[Hook] = ()) -> np.ndarray:
+    """One forward pass over right-padded ``ids`` (with ``specs``' hooks): float32 ``[B, L, H, T, T]``
+    (T = the longest)."""
     width = max(len(row) for row in ids)
     tokenizer = loaded.tokenizer
     pad = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
@@ -88,7 +95,7 @@ def batch_attention(loaded: LoadedModel, ids: list[list[int]]) -> np.ndarray:
         input_ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
         mask[i, : len(row)] = 1
     encoding = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(input_ids)}
-    output = forward(loaded, model_inputs(loaded, encoding), hidden=False, attention=True)
+    output = forward(loaded, model_inputs(loaded, encoding), specs, hidden=False, attention=True)
     return torch.stack(output.attentions, dim=1).float().cpu().numpy()  # (B, L, H, T, T)
 
 
@@ -125,11 +132,14 @@ def batch_measures(attention: np.ndarray, encoded: Encoded) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def measure_batch(worker: Worker, batch: pa.Table) -> pa.Table:
-    """The per-sentence records of one batch (see the module docstring)."""
+def measure_batch(worker: Worker, batch: pa.Table, neurons: int = 0) -> pa.Table:
+    """The per-sentence records of one batch (see the module docstring); ``neurons``: the top-k kept per
+    feed-forward neuron (0: none)."""
     texts = [str(t) for t in batch.column("text").to_pylist()]
     encoded = encode_texts(worker.loaded, texts)
-    attention = batch_attention(worker.loaded, encoded.ids)
+    found: list[tuple[int, np.ndarray, np.ndarray]] = []
+    specs = _neuron_specs(worker.loaded, encoded, neurons, found) if neurons else ()
+    attention = batch_attention(worker.loaded, encoded.ids, specs)
     measures = list(batch_measures(attention, encoded).reshape(len(texts), -1))  # (L*H*8,) per sentence
     columns = {
         "sentence_id": pa.array(batch.column("sentence_id").to_numpy(), pa.int64()),
@@ -139,7 +149,47 @@ def measure_batch(worker: Worker, batch: pa.Table) -> pa.Table:
     }
     if worker.parser is not None:
         columns.update(_syntax_columns(worker.parser, texts, encoded, attention))
+    if neurons:
+        columns.update(_neuron_columns(encoded, found))
     return pa.table(columns)
+
+
+def _neuron_specs(loaded: LoadedModel, encoded: Encoded, k: int, found: list) -> list[Hook]:
+    """Hooks that keep, per layer, each neuron's top ``k`` over the batch's real non-special tokens in ``found``
+    (``(layer, values (d_ff, k'), flat token indices (d_ff, k'))``): one layer's activations at a time."""
+    width = max(len(row) for row in encoded.ids)
+    valid = torch.zeros((len(encoded.ids), width), dtype=torch.bool)
+    for i, special in enumerate(encoded.special):
+        valid[i, : len(special)] = torch.as_tensor(~special)
+
+    def keep(layer: int, activations: torch.Tensor) -> None:
+        if valid.any():
+            found.append((layer, *batch_top_k(activations, valid, k)))
+    return neuron_hooks(loaded, keep)
+
+
+def _neuron_columns(encoded: Encoded, found: list) -> dict[str, pa.Array]:
+    """The batch's top-k hits, split into the lists of the sentences they are in."""
+    width = max(len(row) for row in encoded.ids)
+    parts = {"layer": [], "neuron": [], "row": [], "position": [], "activation": []}
+    for layer, values, flat in found:  # (d_ff, k')
+        parts["layer"].append(np.full(values.size, layer))
+        parts["neuron"].append(np.repeat(np.arange(values.shape[0]), values.shape[1]))
+        parts["row"].append(flat.ravel() // width)
+        parts["position"].append(flat.ravel() % width)
+        parts["activation"].append(values.ravel())
+    hits = {name: np.concatenate(p) if p else np.zeros(0, np.int64) for name, p in parts.items()}
+    order = np.argsort(hits["row"], kind="stable")
+    cuts = np.searchsorted(hits["row"][order], np.arange(1, len(encoded.ids)))
+    split = {name: np.split(values[order], cuts) for name, values in hits.items()}
+    return {
+        "tokens": pa.array([[t if not s else "" for t, s in zip(tokens, special)]  # specials blank: no context
+                            for tokens, special in zip(encoded.tokens, encoded.special)], pa.list_(pa.string())),
+        "neuron_layer": pa.array(split["layer"], pa.list_(pa.int16())),
+        "neuron": pa.array(split["neuron"], pa.list_(pa.int16())),
+        "neuron_position": pa.array(split["position"], pa.list_(pa.int16())),
+        "neuron_activation": pa.array(split["activation"], pa.list_(pa.float32())),
+    }
 
 
 def _syntax_columns(parser, texts: list[str], encoded: Encoded, attention: np.ndarray) -> dict[str, pa.Array]:

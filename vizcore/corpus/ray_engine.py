@@ -32,7 +32,7 @@ ACTOR_THREADS = 1
 class _Actor:
     """One model per actor; torch on one thread (the actor holds one CPU)."""
 
-    def __init__(self, model: str, device: str, syntax: bool, threads: int, batch_size: int) -> None:
+    def __init__(self, model: str, device: str, syntax: bool, threads: int, batch_size: int, neurons: int) -> None:
         import torch
 
         from vizcore.corpus.measures import make_worker
@@ -40,12 +40,13 @@ class _Actor:
         torch.set_num_threads(threads)
         self.worker = make_worker(model, device, syntax)
         self.batch_size = batch_size
+        self.neurons = neurons
 
     def __call__(self, shard: pa.Table) -> pa.Table:
         """One block is one shard, sorted by length: cut into the local engine's very batches."""
         from vizcore.corpus.measures import measure_batch
 
-        return pa.concat_tables([measure_batch(self.worker, shard.slice(start, self.batch_size))
+        return pa.concat_tables([measure_batch(self.worker, shard.slice(start, self.batch_size), self.neurons)
                                  for start in range(0, len(shard), self.batch_size)])
 
 
@@ -115,7 +116,7 @@ def _stream(ray, settings, pending: list, write, report, stop) -> float | None:
     records = dataset.map_batches(
         _Actor, fn_constructor_kwargs={"model": settings.model, "device": settings.device,
                                        "syntax": settings.syntax, "threads": ACTOR_THREADS,
-                                       "batch_size": settings.batch_size},
+                                       "batch_size": settings.batch_size, "neurons": settings.neurons},
         batch_size=None, batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=settings.workers),
         num_cpus=1, num_gpus=1 if settings.device == "cuda" else 0)

@@ -38,6 +38,9 @@ class Stack:
     layers: str
     self_attention: Attn
     cross_attention: Attn | None = None
+    # The module whose output is the feed-forward's hidden activation act(x W_1 + b_1), (batch, T, d_ff): the
+    # "neurons" (Geva et al. 2021's keys' coefficients); None where it is not a module of its own.
+    neurons: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,19 +82,20 @@ def arch_of(model: torch.nn.Module) -> Arch:
         offset = int(config.pad_token_id) + 1 if family in ("roberta", "xlm-roberta", "camembert") else 0
         head = "lm_head" if family in ("roberta", "xlm-roberta", "camembert") else "cls"
         return Arch(family, "decoder" if decoder else "encoder",
-                    {"decoder" if decoder else "encoder": Stack("encoder.layer", _BERT_ATTN)},
+                    {"decoder" if decoder else "encoder": Stack("encoder.layer", _BERT_ATTN, neurons="intermediate")},
                     positions="embeddings.position_embeddings", position_offset=offset, mlm_head=head)
     if family == "mpnet":  # BERT's layout under other names, plus a relative position bias shared by all layers
-        return Arch(family, "encoder", {"encoder": Stack("encoder.layer", _MPNET_ATTN)},
+        return Arch(family, "encoder", {"encoder": Stack("encoder.layer", _MPNET_ATTN, neurons="intermediate")},
                     positions="embeddings.position_embeddings", position_offset=int(config.pad_token_id) + 1,
                     mlm_head="lm_head", extras={"relative_bias": "encoder.relative_attention_bias"})
     if family == "distilbert":
         return Arch(family, "encoder", {"encoder": Stack("transformer.layer", Attn(
-            "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin"))},
+            "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin"), neurons="ffn.activation")},
             positions="embeddings.position_embeddings", mlm_head="vocab_projector")
     if family == "gpt2":
         return Arch(family, "decoder",
-                    {"decoder": Stack("h", Attn(None, None, None, "attn.c_proj", qkv="attn.c_attn"))},
+                    {"decoder": Stack("h", Attn(None, None, None, "attn.c_proj", qkv="attn.c_attn"),
+                                      neurons="mlp.act")},
                     positions="wpe", post_norm=False, embeddings="drop", final_norm="ln_f")
     if family in ("bart", "mbart", "marian"):
         return Arch(family, "encoder-decoder",

@@ -37,6 +37,7 @@ class Run:
     keys: np.ndarray | None = None
     values: np.ndarray | None = None
     head_outputs: np.ndarray | None = None  # float32 [L, H, T, d_head]: softmax(QKᵀ) V per head, before W_O
+    neurons: np.ndarray | None = None  # float32 [L, T, d_ff]: the feed-forward activations act(x W_1 + b_1)
     logits: np.ndarray | None = None  # float32 [T, vocab] when the model has an LM head
     next_sentence_logits: np.ndarray | None = None  # float32 [2] (IsNext, NotNext) with BERT's NSP head
 

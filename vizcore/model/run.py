@@ -15,6 +15,7 @@ never left with a hook, and its weights are never touched: an intervention repla
 * ``Patch``: replace the hidden state entering layer ``layer`` (index into hidden_states) at positions.
 * ``head_output_hooks``: the one way to the heads' outputs (the input of W_O), to read or change them.
 * ``hidden_state_hooks``: the one way to the hidden states (what ``Patch`` changes), to read or change them.
+* ``neuron_hooks``: the one way to the feed-forward neurons (act(x W_1 + b_1), before W_2), to read or change them.
 * ``attention_edit``: a context manager that changes each layer's attention probabilities before they
   multiply the values (attention attribution scales them); BERT-family models, any batch, with gradients.
 * ``intervention_hooks`` / ``head_scale_hooks``: the same changes as hooks for any forward pass of the
@@ -56,6 +57,7 @@ class Capture:
     qkv: bool = False
     head_outputs: bool = False
     logits: bool = False
+    neurons: bool = False  # the feed-forward activations, [L, T, d_ff]
 
 
 DEFAULT_CAPTURE = Capture()  # attention and hidden states
@@ -213,7 +215,8 @@ class _Recorder:
         self.stack = self.arch.stacks[self.arch.main_stack]
         self.blocks = archs.blocks(loaded.model)
         self.ablations, self.patches = list(ablations), list(patches)
-        self.read: dict[str, dict[int, torch.Tensor]] = {"queries": {}, "keys": {}, "values": {}, "head_outputs": {}}
+        self.read: dict[str, dict[int, torch.Tensor]] = {"queries": {}, "keys": {}, "values": {}, "head_outputs": {},
+                                                         "neurons": {}}
         self._check()
 
     def _widths(self) -> tuple[int, int]:
@@ -261,6 +264,8 @@ class _Recorder:
                 specs += self._qkv_specs(index, block, attn)
         read = range(len(self.blocks)) if self.capture.head_outputs else ()
         specs += head_output_hooks(self.loaded, self._heads, {*read, *(a.layer for a in self.ablations)})
+        if self.capture.neurons:
+            specs += neuron_hooks(self.loaded, self._keep_neurons)
         for layer in sorted({p.layer for p in self.patches}):  # one hook (one copy of the batch) per layer
             mine = [p for p in self.patches if p.layer == layer]
             specs.append((self._hidden_state_module(layer), "post", self._patch_hook(mine)))
@@ -278,6 +283,9 @@ class _Recorder:
             return [(fused, "post", keep(name, i)) for i, name in enumerate(("queries", "keys", "values"))]
         return [(archs.get(block, path), "post", keep(name, None))
                 for name, path in (("queries", attn.query), ("keys", attn.key), ("values", attn.value))]
+
+    def _keep_neurons(self, layer: int, activations: torch.Tensor) -> None:  # (B, T, d_ff)
+        self.read["neurons"][layer] = activations.detach()
 
     def _heads(self, layer: int, heads: torch.Tensor) -> torch.Tensor | None:
         """Read and change one layer's head outputs, ``(B, T, H, d_head)``: read before this layer's ablations."""
@@ -328,6 +336,13 @@ class _Recorder:
             return None
         return torch.stack([parts[i][row, :, :num_tokens] for i in range(len(self.blocks))]).float().cpu().numpy()
 
+    def neurons(self, row: int, num_tokens: int) -> np.ndarray | None:
+        """The feed-forward activations of batch row ``row``'s first ``num_tokens`` tokens: ``[L, T, d_ff]``."""
+        parts = self.read["neurons"]
+        if not parts:
+            return None
+        return torch.stack([parts[i][row, :num_tokens] for i in range(len(self.blocks))]).float().cpu().numpy()
+
 
 def attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     """Each block's self-attention module: the one that calls transformers' attention function."""
@@ -372,6 +387,28 @@ def head_output_hooks(loaded: LoadedModel, function: Callable[[int, torch.Tensor
         return hook
 
     return [(archs.get(block, out), "pre", at(i)) for i, block in enumerate(archs.blocks(loaded.model))
+            if chosen is None or i in chosen]
+
+
+def neuron_hooks(loaded: LoadedModel, function: Callable[[int, torch.Tensor], torch.Tensor | None],
+                 layers: Iterable[int] | None = None) -> list[Hook]:
+    """The one way to the feed-forward neurons: a hook on the module whose output is the feed-forward's hidden
+    activation act(x W_1 + b_1) (BERT's ``intermediate``: GELU after the first dense layer), what W_2 reads, in
+    each of ``layers`` (None: all). ``function(layer, activations)`` gets ``activations`` ``(B, T, d_ff)`` and
+    returns what W_2 reads instead, or None to leave it as it is."""
+    arch = archs.arch_of(loaded.model)
+    path = arch.stacks[arch.main_stack].neurons
+    if path is None:
+        raise VizError(f"The feed-forward neurons of '{arch.family}' are not a module this app can read: choose a "
+                       "BERT-family model, MPNet, DistilBERT or GPT-2.")
+    chosen = None if layers is None else set(layers)
+
+    def at(layer: int) -> Callable:
+        def hook(module, inputs, output):
+            return function(layer, output)
+        return hook
+
+    return [(archs.get(block, path), "post", at(i)) for i, block in enumerate(archs.blocks(loaded.model))
             if chosen is None or i in chosen]
 
 
@@ -504,6 +541,7 @@ def _record(loaded: LoadedModel, item: Encoded, row: int, recorder: _Recorder, o
         keys=recorder.stacked("keys", row, n),
         values=recorder.stacked("values", row, n),
         head_outputs=recorder.stacked("head_outputs", row, n),
+        neurons=recorder.neurons(row, n),
         logits=None if logits is None else own(logits[row, :n]),
         next_sentence_logits=None if next_sentence is None else own(next_sentence[row]),
     )

@@ -164,6 +164,7 @@ def _union(captures) -> Capture:
 def _as_asked(record: Run, capture: Capture) -> Run:
     """``record`` without what ``capture`` did not ask for (a batch captures what any of its requests asked)."""
     drop = {"hidden_states": not capture.hidden, "queries": not capture.qkv, "keys": not capture.qkv,
-            "values": not capture.qkv, "head_outputs": not capture.head_outputs, "logits": not capture.logits}
+            "values": not capture.qkv, "head_outputs": not capture.head_outputs, "logits": not capture.logits,
+            "neurons": not capture.neurons}
     changes = {name: None for name, gone in drop.items() if gone and getattr(record, name) is not None}
     return dataclasses.replace(record, **changes) if changes else record
