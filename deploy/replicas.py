@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 REPLICA_ENV = "VIZCORE_REPLICA"  # r1 ... rN in each replica's environment (its logs can say which it is)
-ROOMS_ENV = "VIZCORE_ROOMS"  # the rooms store every replica opens (vizcore.lessons.rooms.open_rooms)
+ROOMS_ENV = "VIZCORE_ROOMS"  # the rooms store every replica opens (vizcore.lessons.stores.open_rooms)
 NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install nginx`, or `make nginx` as "
               "root), or pass --nginx /path/to/nginx")
 

@@ -17,7 +17,8 @@ import pytest
 from tests.support.processes import free_port_block
 from tests.support.redis_server import MISSING, redis_binary, redis_server
 from tests.support.rooms_contract import check_contract
-from vizcore.lessons.rooms import IDLE_SECONDS, RoomError, open_rooms
+from vizcore.lessons.rooms import IDLE_SECONDS, RoomError
+from vizcore.lessons.stores import open_rooms
 
 pytestmark = pytest.mark.skipif(redis_binary() is None, reason=MISSING)
 

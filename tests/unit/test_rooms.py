@@ -3,7 +3,8 @@
 import pytest
 
 from tests.support.rooms_contract import check_contract
-from vizcore.lessons.rooms import MemoryRooms, RoomError, check_code, open_rooms
+from vizcore.lessons.rooms import MemoryRooms, RoomError, check_code
+from vizcore.lessons.stores import open_rooms
 
 
 def test_memory_rooms_keep_the_contract():

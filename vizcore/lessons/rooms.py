@@ -10,7 +10,8 @@ Codes are 6 symbols from 32 (digits 2-9 and the letters without I and O, so noth
 watching does not keep it open).
 
 Two stores share this contract (tests/support/rooms_contract.py checks both): ``MemoryRooms`` for one server
-process (no outside service) and, for replicas behind a load balancer, a shared store (``open_rooms(url)``).
+process (no outside service) and, for replicas behind a load balancer, a shared store
+(vizcore/lessons/rooms_redis.py); ``vizcore.lessons.stores.open_rooms(url)`` opens the one a server is given.
 """
 
 from __future__ import annotations
@@ -220,15 +221,3 @@ class MemoryRooms:
             if not same_secret(room.secret_hash, secret):
                 raise NotTheTeacher(NOT_THE_TEACHER)
             room.closed = True
-
-
-def open_rooms(url: str | None = None) -> Rooms:
-    """The store a server uses: in memory for one process (``None``, ``""`` or ``memory``); a shared store for
-    replicas (``redis://host:port/db``, vizcore/lessons/rooms_redis.py)."""
-    if not url or url == "memory":
-        return MemoryRooms()
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from vizcore.lessons.rooms_redis import RedisRooms
-
-        return RedisRooms(url)
-    raise RoomError(f"Unknown rooms store '{url}': use 'memory' or a redis://host:port/db address.")
