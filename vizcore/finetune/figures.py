@@ -6,6 +6,8 @@ Layers and heads are labelled from 1, as in the rest of the UI.
 
 from __future__ import annotations
 
+import html
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -123,6 +125,7 @@ def segment_strip(tokens: list[str], segments: list[int], per_row: int = 8) -> g
     text = np.full((rows, per_row), "", dtype=object)
     hover = np.full((rows, per_row), "", dtype=object)
     for i, (token, segment) in enumerate(zip(display_tokens(tokens), segments)):
+        token = html.escape(token, quote=False)  # plotly's text reads a little HTML: MPNet's <s> is strikethrough
         z[i // per_row, i % per_row] = segment
         text[i // per_row, i % per_row] = f"{token}<br><sub>{segment}</sub>"
         hover[i // per_row, i % per_row] = f"position {i}: {token}<br>segment id {segment}"

@@ -6,6 +6,7 @@ bar, exact values on hover, large matrices thinned (the title says so).
 
 from __future__ import annotations
 
+import html
 from typing import Sequence
 
 import numpy as np
@@ -16,7 +17,7 @@ from vizcore.plot import TICK_FONT_SIZE, base_layout, display_tokens
 
 def token_labels(tokens: Sequence[str]) -> list[str]:
     """Unique, readable tick labels: ``3: cat`` (position and token)."""
-    return [f"{i}: {t}" for i, t in enumerate(display_tokens(list(tokens)))]
+    return [f"{i}: {html.escape(t, quote=False)}" for i, t in enumerate(display_tokens(list(tokens)))]
 
 
 def variance_figure(rows: list[dict], chosen: int) -> go.Figure:
