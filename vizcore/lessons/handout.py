@@ -182,12 +182,26 @@ def _step(lesson: Lesson, number: int, view: View | None, problem: str | None, q
     return "".join(parts), figures
 
 
+def _built(source: Source, text: str) -> Callable[[Step], View]:
+    """Each step's view built with its kind, once for steps that show the same view (lesson 7's two steps on one
+    live training run)."""
+    done: dict[tuple, View] = {}
+
+    def view_of(step: Step) -> View:
+        key = (step.kind, tuple(sorted((name, repr(value)) for name, value in step.params.items())))
+        if key not in done:
+            done[key] = KINDS[step.kind].build(source, text, step.params)
+        return done[key]
+
+    return view_of
+
+
 def build_handout(lesson: Lesson, source: Source, text: str, *, base: str = "", model: str | None = None,
                   views: Callable[[Step], View] | None = None, today: dt.date | None = None) -> Handout:
     """``lesson`` on ``text`` as a handout. ``views``: each step's view (the page's cached one); by default built
     here with the step kind on ``source``. ``base``, ``model``: the app's address and the model for the links
     (``vizcore.lessons.course.step_link``). A step whose view or answer cannot be computed says why in the file."""
-    view_of = views or (lambda step: KINDS[step.kind].build(source, text, step.params))
+    view_of = views or _built(source, text)
     try:
         model_name = source.model().name
     except VizError as error:
