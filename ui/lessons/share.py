@@ -8,9 +8,12 @@ computed again). The handout is made only when the button is pressed (a deferred
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from ui.lessons.page import PAGE, AppSource, frozen, get_view
+from vizcore.errors import VizError
 from vizcore.lessons.course import PATH, step_link
 from vizcore.lessons.handout import handout
 from vizcore.lessons.lesson import Lesson
@@ -26,9 +29,15 @@ def app_address() -> str:
 
 
 def make_handout(lesson: Lesson, model: str, device: str, text: str, base: str) -> bytes:
-    """The lesson's handout on ``text``, each step's view from the page's cache."""
+    """The lesson's handout on ``text``, each step's view from the page's cache; a model that cannot be loaded
+    gives a one-line file that says so (the download runs outside the page: it has no other way to tell)."""
     views = lambda step: get_view(model, device, text, step.kind, frozen(step.params))  # noqa: E731
-    return handout(lesson, AppSource(model, device), text, base=base, model=model, views=views).encode("utf-8")
+    try:
+        made = handout(lesson, AppSource(model, device), text, base=base, model=model, views=views)
+    except VizError as error:
+        made = (f'<!DOCTYPE html>\n<html lang="en"><meta charset="utf-8"><title>No handout</title><p>The handout of '
+                f"{html.escape(lesson.title)} could not be made: {html.escape(str(error))}</p></html>\n")
+    return made.encode("utf-8")
 
 
 def draw_share(lesson: Lesson, number: int, model: str, device: str, text: str) -> None:
