@@ -76,6 +76,7 @@ class Page(HTMLParser):
         self.sections: list[str] = []  # each step's text
         self.answers: list[str] = []  # each folded answer's text
         self.scripts: list[str] = []
+        self.figcaptions: list[str] = []
         self._open: list[str] = []
 
     def handle_starttag(self, tag, attrs):
@@ -85,15 +86,14 @@ class Page(HTMLParser):
             self.headings.append(tag)
         if tag == "section":
             self.sections.append("")
-        if tag == "details" and "answer" in (attrs.get("class") or ""):
-            self.answers.append("")
-            self._open.append("answer")
-        if tag == "script":
-            self.scripts.append("")
-            self._open.append("script")
+        if tag in ("details", "script", "figcaption"):  # open until their end tag (the file nests none in another)
+            answer = tag == "details" and "answer" in (attrs.get("class") or "")
+            self._open.append("answer" if answer else tag)
+            {"answer": self.answers, "script": self.scripts, "figcaption": self.figcaptions}.get(
+                self._open[-1], []).append("")
 
     def handle_endtag(self, tag):
-        if tag in ("details", "script") and self._open and (tag == "script") == (self._open[-1] == "script"):
+        if tag in ("details", "script", "figcaption"):
             self._open.pop()
 
     def handle_data(self, data):
@@ -104,6 +104,8 @@ class Page(HTMLParser):
             self.sections[-1] += data
         if "answer" in self._open:
             self.answers[-1] += data
+        if "figcaption" in self._open:
+            self.figcaptions[-1] += data
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +169,10 @@ def test_each_plotly_figure_is_a_div_with_a_text_alternative(made):
     _, result, page = made
     divs = [attrs for tag, attrs in page.tags if tag == "div" and "plotly-graph-div" in (attrs.get("class") or "")]
     assert len(divs) == result.figures == PLOTLY_FIGURES
-    labelled = [attrs for tag, attrs in page.tags if attrs.get("role") == "img"]
-    assert len(labelled) == PLOTLY_FIGURES and all(attrs.get("aria-label") for attrs in labelled)
+    assert len(page.figcaptions) == PLOTLY_FIGURES  # each names its figure and says where its numbers are
+    assert all(c.endswith("Its numbers are in the tables under “The numbers behind the figures”.")
+               for c in page.figcaptions)
+    assert page.figcaptions[0].startswith("Query 10: it against every key, layer 2, head 3")
     tables = [attrs for tag, attrs in page.tags if tag == "table"]
     assert len(tables) == 3 + 1 + 1  # each series a table: scores, weights, contributions; heads; row
 

@@ -111,16 +111,23 @@ def _svg(chart) -> str:
 
 
 def _figure(figure, where: str, alternative: str) -> str:
-    """One figure: a plotly div (drawn by the page's one copy of plotly.js) or an altair chart as an SVG image."""
-    title = _title(figure) or "Figure"
+    """One figure: a plotly div (drawn by the page's one copy of plotly.js; named for a screen reader by a caption
+    only it reads, the chart draws its title itself) or an altair chart as an SVG image with its ``alt`` text."""
+    named = f"{_title(figure) or 'A figure'}. {alternative}".strip()
     if hasattr(figure, "to_plotly_json"):
         body = figure.to_html(full_html=False, include_plotlyjs=False, div_id=where, config=PLOTLY_CONFIG)
-        body = f'<div class="figure-live" role="img" aria-label="{_text(title + ". " + alternative)}">{body}</div>'
-    else:
-        svg = base64.b64encode(_svg(figure).encode("utf-8")).decode("ascii")
-        body = f'<img src="data:image/svg+xml;base64,{svg}" alt="{_text(title + ". " + alternative)}">'
-    # the chart draws its title itself: the caption is for screen readers
-    return f'<figure>{body}<figcaption class="visually-hidden">{_text(title)}</figcaption></figure>'
+        return f'<figure>{body}<figcaption class="visually-hidden">{_text(named)}</figcaption></figure>'
+    svg = base64.b64encode(_svg(figure).encode("utf-8")).decode("ascii")
+    return f'<figure><img src="data:image/svg+xml;base64,{svg}" alt="{_text(named)}"></figure>'
+
+
+def _alternative(view: View) -> str:
+    """Where a figure's numbers are written out, for a reader who cannot see it."""
+    if view.series:
+        return "Its numbers are in the tables under “The numbers behind the figures”."
+    if view.numbers:
+        return "Its main numbers are written under “The numbers behind the figures”."
+    return ""
 
 
 def _numbers(view: View) -> str:
@@ -164,7 +171,7 @@ def _step(lesson: Lesson, number: int, view: View | None, problem: str | None, q
              f'<p class="claim">{_text(step.claim)}</p>']
     figures = 0
     if view is not None:
-        alternative = "Its numbers are in the table below."
+        alternative = _alternative(view)
         for i, figure in enumerate(view.figures):
             try:
                 parts.append(_figure(figure, f"step{number}-figure{i + 1}", alternative))
