@@ -4,13 +4,15 @@ task and a question whose answer is computed from those numbers.
 Lessons: vizcore/lessons/data/*.toml (format: vizcore/lessons/lesson.py, docs/LESSONS.md) · step kinds:
 vizcore/lessons/kinds.py (each calls an existing computation and figure) · answers: vizcore/lessons/answers.py
 UI: ui/lessons/ (page: state, link, cached views; step: one step drawn; presenter: presenter mode, its keys and the
-speaker notes). URL: /lessons?lesson=attention&step=3 · presenter mode: &present=1 · notes: ?notes=1&presenter=ID
+speaker notes; share: the step's link and the lesson's handout). URL: /lessons?lesson=attention&step=3 · presenter
+mode: &present=1 · notes: ?notes=1&presenter=ID
 """
 
 import streamlit as st
 
 from ui import url_state
 from ui.lessons import page, presenter
+from ui.lessons.share import draw_share
 from ui.lessons.step import draw_step
 from ui.state import presenting, selection
 
@@ -47,4 +49,6 @@ if presenting():
     presenter.presenter_chrome(lessons, lesson, number, text, sel)
 with st.container(key=f"{page.PAGE}-step"):
     draw_step(lesson, number, sel.model, sel.device, text)
+if not presenting():
+    draw_share(lesson, number, sel.model, sel.device, text)
 url_state.write(link)

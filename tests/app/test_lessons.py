@@ -143,3 +143,34 @@ def test_the_learners_query_token_is_kept_from_step_to_step_and_decides_the_answ
     at.radio(key=f"lessons.choice.{lesson.id}.3").set_value(right).run()
     at.button(key="lessons.check").click().run()
     assert len(at.success) == 1 and f"‘{street}: street’" in shown(at.success[0].value)
+
+
+def test_each_step_shows_its_link_and_the_lesson_downloads_as_a_handout(new_app):
+    """The link under the step reopens it (the same parameters the address bar gets); the download button is there,
+    and the handout it makes holds every step, built from the page's cached views."""
+    from concurrent.futures import ThreadPoolExecutor
+    from html.parser import HTMLParser
+
+    from ui.lessons.share import LABEL, make_handout
+    from vizcore.lessons.course import step_link
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    at = new_app(PAGE, lesson="heads", step="3", text="A cat on a mat.").run()
+    assert not at.exception
+    assert [c.value for c in at.code] == [step_link("heads", 3, "A cat on a mat.")]
+    assert {name: param(at, name) for name in ("lesson", "step", "text")} == {
+        "lesson": "heads", "step": "3", "text": "A cat on a mat."}
+    buttons = at.get("download_button")
+    assert [b.proto.label for b in buttons] == [LABEL] and buttons[0].proto.deferred_file_id
+    # a click: the server calls the button's callable (make_handout) in a thread of its own, outside the page's run
+    # (AppTest's runtime is gone once the run ends, so the callable is called here as the server would)
+    lesson = next(lesson for lesson in LESSONS if lesson.id == "heads")
+    with ThreadPoolExecutor(1) as pool:
+        made = pool.submit(make_handout, lesson, DEFAULT_MODEL, "auto", "A cat on a mat.", "").result().decode()
+    HTMLParser().feed(made)
+    assert all(f"{i}. {step.title}" in made for i, step in enumerate(lesson.steps, 1)) and "A cat on a mat." in made
+    assert 'class="problem"' not in made
+    assert made.count('class="plotly-graph-div"') >= len(lesson.steps)
+    at.session_state["shared.present"] = True  # presenter mode: the step alone, no link or button under it
+    at.run()
+    assert not at.exception and not at.get("download_button") and not at.code

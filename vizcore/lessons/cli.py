@@ -5,6 +5,8 @@
   and the step, exit 2) and print it.
 * ``lessons --lesson attention --answers``: also compute each question's choices, right answer and reason on the
   model (``--model``, ``--text``: the learner's sentence instead of the lesson's), as the page does on "Check".
+* ``lessons handout --lesson attention -o attention.html``: the lesson as one offline HTML file (its figures,
+  questions and answers computed on the model; ``vizcore.lessons.handout``); prints where it went and its size.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import argparse
 from pathlib import Path
 
 from vizcore.cliargs import add_format_option, add_model_options
+
+APP_ADDRESS = "http://localhost:8501"  # where `make run` serves the app: the handout's links point there
 
 
 class LocalSource:
@@ -65,6 +69,40 @@ def _lessons(args: argparse.Namespace) -> dict:
                                    for i, step in enumerate(lesson.steps, 1)]} for lesson in lessons]}
 
 
+def _handout(args: argparse.Namespace) -> dict:
+    from vizcore.errors import VizError
+    from vizcore.lessons.handout import build_handout
+    from vizcore.lessons.lesson import load_lessons
+
+    lessons = {lesson.id: lesson for lesson in load_lessons()}
+    if args.lesson not in lessons:
+        raise VizError(f"No lesson '{args.lesson}'; the lessons are {', '.join(lessons)}.")
+    lesson = lessons[args.lesson]
+    output = Path(args.output or f"{lesson.id}-handout.html")
+    made = build_handout(lesson, LocalSource(args.model, args.device), args.text or lesson.sentence, base=args.base,
+                         model=args.model)
+    try:
+        output.write_text(made.html, encoding="utf-8")
+    except OSError as error:
+        raise VizError(f"cannot write {output}: {error.strerror or error}.") from error
+    return {"lesson": lesson.id, "file": str(output), "bytes": len(made.html.encode("utf-8")),
+            "steps": len(lesson.steps), "figures": made.figures, "problems": list(made.problems)}
+
+
+def _register_handout(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("handout", help="one lesson as one offline HTML handout (figures, questions, "
+                                                   "answers computed on the model)")
+    parser.add_argument("--lesson", required=True, help="the lesson's id (attention, heads, ...)")
+    parser.add_argument("--text", help="the learner's sentence instead of the lesson's")
+    parser.add_argument("-o", "--output", help="the HTML file to write (default: <lesson>-handout.html)")
+    parser.add_argument("--base", default=APP_ADDRESS, help="the app's address for the steps' links (default: "
+                                                            "%(default)s, as make run serves it; '' for links "
+                                                            "from the app's root)")
+    add_model_options(parser)
+    add_format_option(parser)
+    parser.set_defaults(handler=_handout)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("lessons", help="the Lessons page's course: list it, check a lesson file, compute "
                                                    "its questions' answers")
@@ -76,3 +114,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_options(parser)
     add_format_option(parser)
     parser.set_defaults(handler=_lessons)
+    _register_handout(parser.add_subparsers(dest="action", metavar="handout"))

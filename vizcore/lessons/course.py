@@ -4,16 +4,21 @@
 steps are 1-based as in links. ``next`` from a lesson's last step opens the next lesson's first step and
 ``previous`` from a first step the previous lesson's last, so a clicker's two buttons walk the whole course; at the
 course's two ends nothing moves. ``first`` and ``last`` stay in the lesson (Home and End).
+
+``step_link(lesson, step, text)``: the link that reopens one step on one sentence (issue 34 D), as the page shows
+it and a handout prints it.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
+from urllib.parse import quote, urlencode
 
 from vizcore.lessons.answers import Answer
 from vizcore.lessons.lesson import Step
 
 ACTIONS = ("next", "previous", "first", "last")
+PATH = "lessons"  # the page's path in the app (pages/lessons.py)
 
 
 def move(course: Mapping[str, int], lesson: str, step: int, action: str) -> tuple[str, int]:
@@ -48,3 +53,14 @@ def speaker_notes(step: Step, answer: Answer | None) -> list[str]:
     if step.question is not None and answer is not None:
         notes.append(f"Question: {step.question.text} Answer: {answer.right} ({answer.reason}).")
     return notes
+
+
+def step_link(lesson: str, step: int, text: str, base: str = "", model: str | None = None) -> str:
+    """``{base}/lessons?lesson=attention&step=3&text=...`` (``step`` 1-based; ``model`` only when it is not the
+    default one). ``base``: the app's address (``http://localhost:8501``); empty, a link from the app's root."""
+    from vizcore.model.catalog import DEFAULT_MODEL
+
+    params: dict[str, object] = {"lesson": lesson, "step": step, "text": text}
+    if model and model != DEFAULT_MODEL:
+        params["model"] = model
+    return f"{base.rstrip('/')}/{PATH}?{urlencode(params, quote_via=quote, safe='')}"
