@@ -9,6 +9,7 @@ import streamlit as st
 
 from ui.feedback import CHART, or_none, plain
 from ui.layout import fitted, for_screen
+from ui.lessons import room
 from ui.lessons.page import KEY_CHECKED, KEY_QUERY, PAGE, frozen, get_view
 from ui.state import presenting
 from vizcore.errors import VizError
@@ -70,13 +71,14 @@ def _chart(figure, key: str, height: str) -> None:
         st.altair_chart(for_screen(figure), key=key, height=height)
 
 
-def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> None:
+def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> Answer | None:
+    """The question, its choices and *Check*; a checked answer also goes to the class this session follows."""
     question = step.question
     try:
         answer: Answer = ANSWERS[question.answer](view, question.params)
     except VizError as error:
         st.error(str(error))
-        return
+        return None
     if not presenting():
         st.subheader("Predict, then check")
     where = (lesson.id, number, text)
@@ -85,18 +87,21 @@ def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) ->
                           horizontal=presenting())
         if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
             st.session_state[KEY_CHECKED] = (*where, choice)
+            room.send_answer(lesson.id, number, choice)
     checked = st.session_state.get(KEY_CHECKED)
     if checked and checked[:3] == where and checked[3] in answer.choices:
         if answer.verdict(checked[3]):
             st.success(f"Right: {plain(answer.right)}. The model's numbers: {plain(answer.reason)}.")
         else:
             st.error(f"Not quite: the answer is {plain(answer.right)}. The model's numbers: {plain(answer.reason)}.")
+    return answer
 
 
-def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -> None:
+def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -> Answer | None:
     """Step ``number`` (1-based) of ``lesson`` on ``text``; the marker with ``data-lesson`` and ``data-step`` is
     drawn last, once the step's view is on screen. In presenter mode (``presenting()``) the step fills the
-    screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left."""
+    screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left.
+    Returns the step's question's answer (its choices: a teacher's chart of the class's answers), None without."""
     step = lesson.steps[number - 1]
     if presenting():
         with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-heading"):
@@ -111,6 +116,8 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
         _figures(view, f"{PAGE}.{lesson.id}.{number}", fill=presenting())
     if not presenting():
         st.markdown(f"**Your turn:** {plain(step.task)}")
+    answer = None
     if step.question is not None and view is not None:
-        _question(lesson, number, step, view, text)
+        answer = _question(lesson, number, step, view, text)
     st.html(f'<div class="lesson-step" data-lesson="{html.escape(lesson.id)}" data-step="{number}"></div>')
+    return answer
