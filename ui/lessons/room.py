@@ -52,7 +52,10 @@ KEY_PROBLEM = f"{PAGE}.room_problem"  # the store's message for a code this sess
 KEY_JOIN = f"{PAGE}.join_code"  # the box a code is typed in
 STUDENT_ID_BYTES = 9
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
-CODE_CSS = """<style>
+# The class's code, large on the teacher's page and small in a corner in presenter mode; on a phone (a student's, 390
+# px wide) the page's heading at 2 rem, not Streamlit's 2.75 (three lines before the step began).
+CLASS_CSS = """<style>
+@media (max-width: 640px) { [data-testid="stMain"] h1 { font-size: 2rem; } }
 .class-code { line-height: 1.1; }
 .class-code .label { font-size: 1rem; }
 .class-code .code { font-size: 3.2rem; font-weight: 700; letter-spacing: 0.12em; font-family: monospace; }
@@ -151,8 +154,8 @@ def teach(lesson_id: str, number: int, text: str) -> None:
 
 def _code_html(code: str, corner: bool) -> str:
     if corner:
-        return f'{CODE_CSS}<div class="class-corner" data-room="{code}" aria-label="Class code {code}">{code}</div>'
-    return (f'{CODE_CSS}<div class="class-code" data-room="{code}"><div class="label">Class code</div>'
+        return f'<div class="class-corner" data-room="{code}" aria-label="Class code {code}">{code}</div>'
+    return (f'<div class="class-code" data-room="{code}"><div class="label">Class code</div>'
             f'<div class="code">{code}</div></div>')
 
 
@@ -174,15 +177,16 @@ def teacher_panel() -> None:
             st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
         return
     with st.container(border=True, key=f"{PAGE}-class"):
-        with st.container(horizontal=True, vertical_alignment="center", gap="large"):
-            with st.container(width="content"):
-                st.html(_code_html(code, corner=False))
-                st.markdown(f"Students open **{link}** or scan the code, or type the class code on the Lessons "
-                            "page. Every step you move to, they follow; their answers appear below the step.")
-                if note:
-                    st.caption(note)
-                st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
-            st.html(_qr_html(link, 200), width="content")
+        words, qr = st.columns([3, 2], vertical_alignment="center")
+        with words:
+            st.html(_code_html(code, corner=False))
+            st.markdown(f"Students open **{link}**, scan the QR code, or type the class code on the Lessons page. "
+                        "Every step you move to, they follow; their answers appear below the step.")
+            st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
+        with qr:
+            st.html(_qr_html(link, 200))
+        if note:
+            st.caption(note)
 
 
 @st.fragment(run_every=1)
@@ -321,6 +325,7 @@ def class_bar(lessons: Mapping[str, Lesson]) -> None:
     """The class's part at the top of the page: the teacher's panel, a student's line, or the box to join or start
     one (with the message of a code that could not be followed)."""
     state = st.session_state
+    st.html(CLASS_CSS)
     ended = state.pop(KEY_ENDED, None)
     if ended:
         st.success(f"The class {ended} has ended: its code no longer works.")
