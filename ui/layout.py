@@ -83,9 +83,11 @@ button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !
 
 # The dark theme's primary colour is a light red (.streamlit/config.toml): a primary button's label, and a chosen
 # option's tag in a multiselect, black on it (white was 2.5:1), white on the light theme's dark red as Streamlit draws.
+# A disabled primary button keeps Streamlit's own grey label (white on its light grey was invisible: the Lessons
+# page's Check before a choice).
 BUTTON_CSS = """
 <style>
-[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] *,
+[data-testid="stBaseButton-primary"]:not(:disabled), [data-testid="stBaseButton-primary"]:not(:disabled) *,
 [data-testid="stMultiSelectTagsContainer"] [data-tag], [data-testid="stMultiSelectTagsContainer"] [data-tag] * {
   color: light-dark(#FFFFFF, #000000) !important;
 }
