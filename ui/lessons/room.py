@@ -60,7 +60,8 @@ CLASS_CSS = """<style>
 .class-code .label { font-size: 1rem; }
 .class-code .code { font-size: 3.2rem; font-weight: 700; letter-spacing: 0.12em; font-family: monospace; }
 .class-corner { position: fixed; right: 0.75rem; bottom: 0.5rem; z-index: 999990; font-size: 20px; font-weight: 700;
-  padding: 0.1rem 0.5rem; border: 2px solid currentColor; border-radius: 0.3rem; background: inherit; }
+  padding: 0.1rem 0.5rem; border: 2px solid currentColor; border-radius: 0.3rem;
+  color: light-dark(#000000, #FFFFFF); background: light-dark(#FFFFFF, #0E1117); }
 </style>"""
 
 
