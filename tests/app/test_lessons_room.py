@@ -2,7 +2,8 @@
 is shown in an element carrying ``data-room`` with the students' link and its QR code; a student's session opened
 with ``?room=CODE`` (typed any case, with a dash) follows each of the teacher's moves, may go on their own and
 rejoin; a student's checked answer is counted in the teacher's chart (its text alternative read here, every choice
-of the question listed); a wrong, unknown or ended code gets the store's message and the box to type another while
+of the question listed; in presenter mode the code in a corner and the chart in the sidebar); *Start a class* opens
+one at the step on screen; a wrong, unknown or ended code gets the store's message and the box to type another while
 the lessons stay usable; the teacher's secret is on no page. Two AppTest sessions of one process share the server's
 store (``st.cache_resource``), as two browsers on one server do."""
 
@@ -104,6 +105,10 @@ def test_the_teachers_chart_counts_the_students_answers_with_every_choice(new_ap
     assert any(f"{len(picks)} students answered" in m.value for m in teacher.markdown)
     bars = teacher.get("plotly_chart")[-1].proto.spec
     assert all(choice in bars for choice in choices)
+    teacher.session_state["shared.present"] = True  # presenter mode: the code in a corner, the chart in the sidebar
+    teacher.run()
+    assert room_code(teacher) == code and marker(teacher) == ("attention", 3)
+    assert any(c.value.startswith("Answers: ") for c in teacher.sidebar.caption)
 
 
 def test_a_wrong_unknown_or_ended_code_is_said_and_another_can_be_typed(new_app):
@@ -119,6 +124,11 @@ def test_a_wrong_unknown_or_ended_code_is_said_and_another_can_be_typed(new_app)
     bad.text_input(key="lessons.join_code").input(f" {code.lower()} ")
     bad.button(key="FormSubmitter:lessons-join-Join the class").click().run()
     assert not errors(bad) and marker(bad) == ("masks", 2) and param(bad, "room") == code
+
+    alone = new_app(PAGE, lesson="masks", step="3").run()  # the page's own button starts a class at its step
+    alone.button(key="lessons.start_class").click().run()
+    started = room_code(alone)
+    assert started != code and marker(new_app(PAGE, room=started).run()) == ("masks", 3)
 
 
 def test_the_students_link_is_the_teachers_address_or_this_computers_network_address():
