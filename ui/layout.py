@@ -34,9 +34,11 @@ CSS = f"""
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }}
 /* Streamlit's plotly theme draws titles, tick labels and legends in #808495, 3.8:1 on white (axe reads no SVG):
-   the page's text colour instead (black in the light theme, 21:1; the dark theme's own light text there) */
+   the page's text colour instead (black in the light theme, 21:1; the dark theme's own light text there); so too
+   a bar's value written beside it (outside the bar, on the page's background: the class's answers on Lessons) */
 .js-plotly-plot .main-svg [class$="title"], .js-plotly-plot .xtick text, .js-plotly-plot .ytick text,
-.js-plotly-plot .legendtext, .js-plotly-plot .cbaxis text, .js-plotly-plot .legendtitletext {{
+.js-plotly-plot .legendtext, .js-plotly-plot .cbaxis text, .js-plotly-plot .legendtitletext,
+.js-plotly-plot .bartext-outside {{
   fill: currentColor !important;
 }}
 /* Focus, seen from across a room (WCAG 2.4.7 and 1.4.11, 3:1): Streamlit rings a button, link, tab or summary with
