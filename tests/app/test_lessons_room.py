@@ -139,3 +139,12 @@ def test_the_students_link_is_the_teachers_address_or_this_computers_network_add
     link, note = student_link("http://127.0.0.1:8501/lessons/", "ABC234", None)
     assert link == "http://127.0.0.1:8501/lessons?room=ABC234" and "no network address" in note
     assert student_link(None, "ABC234", "192.168.1.20", 9000)[0] == "http://192.168.1.20:9000/lessons?room=ABC234"
+
+
+def test_the_chart_lists_every_choice_then_answers_from_other_choices():
+    """A student whose own sentence or query token gave other choices: their answer is listed after the question's."""
+    from vizcore.lessons.figures import answer_counts, answers_text
+
+    rows = answer_counts(["2: animal", "10: it", "5: t"], {"10: it": 2, "3: didn": 1})
+    assert rows == [("2: animal", 0), ("10: it", 2), ("5: t", 0), ("3: didn", 1)]
+    assert answers_text(rows) == "2: animal 0, 10: it 2, 5: t 0, 3: didn 1"
