@@ -4,14 +4,15 @@ task and a question whose answer is computed from those numbers.
 Lessons: vizcore/lessons/data/*.toml (format: vizcore/lessons/lesson.py, docs/LESSONS.md) · step kinds:
 vizcore/lessons/kinds.py (each calls an existing computation and figure) · answers: vizcore/lessons/answers.py
 UI: ui/lessons/ (page: state, link, cached views; step: one step drawn; presenter: presenter mode, its keys and the
-speaker notes; share: the step's link and the lesson's handout). URL: /lessons?lesson=attention&step=3 · presenter
-mode: &present=1 · notes: ?notes=1&presenter=ID
+speaker notes; share: the step's link and the lesson's handout; room: a class that follows its teacher).
+URL: /lessons?lesson=attention&step=3 · presenter mode: &present=1 · notes: ?notes=1&presenter=ID · a class:
+?teach=1 (the teacher), ?room=CODE (a student)
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.lessons import page, presenter
+from ui.lessons import page, presenter, room
 from ui.lessons.share import draw_share
 from ui.lessons.step import draw_step
 from ui.state import presenting, selection
@@ -24,7 +25,11 @@ if st.session_state.get(presenter.KEY_NOTES) == "1":
 if not presenting():
     st.title("Lessons: the Transformer, step by step")
 url_state.warn(problems)
+room.follow(lessons)  # a student: to the teacher's step, before the page settles its own
 lesson, number = page.settle(lessons)
+room.notice_own_move(lesson.id, number)
+room.teach(lesson.id, number, (st.session_state.get(page.KEY_TEXT) or "").strip() or lesson.sentence)
+room.class_bar(lessons)
 sel = selection()
 
 st.session_state[f"{page.PAGE}.picker"] = lesson.id
@@ -47,8 +52,11 @@ link = {"lesson": lesson.id, "step": number, "text": text}
 if presenting():
     link["presenter"] = presenter.presenter_id()
     presenter.presenter_chrome(lessons, lesson, number, text, sel)
+if room.following():
+    link["room"] = room.following()
 with st.container(key=f"{page.PAGE}-step"):
-    draw_step(lesson, number, sel.model, sel.device, text)
+    answer = draw_step(lesson, number, sel.model, sel.device, text)
+room.class_answers(lesson, number, None if answer is None else answer.choices)
 if not presenting():
     draw_share(lesson, number, sel.model, sel.device, text)
 url_state.write(link)

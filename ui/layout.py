@@ -34,9 +34,11 @@ CSS = f"""
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }}
 /* Streamlit's plotly theme draws titles, tick labels and legends in #808495, 3.8:1 on white (axe reads no SVG):
-   the page's text colour instead (black in the light theme, 21:1; the dark theme's own light text there) */
+   the page's text colour instead (black in the light theme, 21:1; the dark theme's own light text there); so too
+   a bar's value written beside it (outside the bar, on the page's background: the class's answers on Lessons) */
 .js-plotly-plot .main-svg [class$="title"], .js-plotly-plot .xtick text, .js-plotly-plot .ytick text,
-.js-plotly-plot .legendtext, .js-plotly-plot .cbaxis text, .js-plotly-plot .legendtitletext {{
+.js-plotly-plot .legendtext, .js-plotly-plot .cbaxis text, .js-plotly-plot .legendtitletext,
+.js-plotly-plot .bartext-outside {{
   fill: currentColor !important;
 }}
 /* Focus, seen from across a room (WCAG 2.4.7 and 1.4.11, 3:1): Streamlit rings a button, link, tab or summary with
@@ -83,9 +85,11 @@ button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !
 
 # The dark theme's primary colour is a light red (.streamlit/config.toml): a primary button's label, and a chosen
 # option's tag in a multiselect, black on it (white was 2.5:1), white on the light theme's dark red as Streamlit draws.
+# A disabled primary button keeps Streamlit's own grey label (white on its light grey was invisible: the Lessons
+# page's Check before a choice).
 BUTTON_CSS = """
 <style>
-[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] *,
+[data-testid="stBaseButton-primary"]:not(:disabled), [data-testid="stBaseButton-primary"]:not(:disabled) *,
 [data-testid="stMultiSelectTagsContainer"] [data-tag], [data-testid="stMultiSelectTagsContainer"] [data-tag] * {
   color: light-dark(#FFFFFF, #000000) !important;
 }

@@ -1,8 +1,8 @@
 """The Lessons page's state, link and cached views.
 
 The current lesson and step live in ``lessons.lesson`` (the lesson's id) and ``lessons.step`` (1-based): every way
-of moving (the picker, the buttons, a link, and later a presenter's keys or a class following its teacher) sets
-those two keys and nothing else. The sentence is ``lessons.text``: the lesson's own until the learner types theirs.
+of moving (the picker, the buttons, a link, a presenter's keys, a class following its teacher: ui/lessons/room.py)
+sets those two keys and nothing else. The sentence is ``lessons.text``: the lesson's own until the learner types theirs.
 """
 
 from __future__ import annotations
@@ -38,10 +38,14 @@ def lessons_or_stop() -> dict[str, Lesson]:
 # The lesson's id is checked against the lesson files and the step against that lesson's steps where the page
 # settles them (``settle``): a bad one is reported and the first lesson or step opens instead.
 # Presenter mode (ui/lessons/presenter.py): the presenter's id, and the speaker notes window (notes=1).
+# A class (ui/lessons/room.py): teach=1 opens one (not written back: a reload is a new session, without the
+# class's secret), room=CODE follows one (checked against the store, its message said where the class's line is).
 LINK = url_state.Link(PAGE, {"lesson": (KEY_LESSON, url_state.Choice()), "step": (KEY_STEP, url_state.Integer(1)),
                              "text": (KEY_TEXT, url_state.Text()),
                              "presenter": (f"{PAGE}.presenter", url_state.Text()),
-                             "notes": (f"{PAGE}.notes", url_state.OneOf(("1", "0")))})
+                             "notes": (f"{PAGE}.notes", url_state.OneOf(("1", "0"))),
+                             "teach": (f"{PAGE}.teach", url_state.OneOf(("1", "0"))),
+                             "room": (f"{PAGE}.room", url_state.Text())})
 
 
 class AppSource:

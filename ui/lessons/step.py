@@ -4,11 +4,13 @@ function that draws a step (a presenter's or a follower's page will call it too)
 from __future__ import annotations
 
 import html
+import re
 
 import streamlit as st
 
 from ui.feedback import CHART, or_none, plain
 from ui.layout import fitted, for_screen
+from ui.lessons import room
 from ui.lessons.page import KEY_CHECKED, KEY_QUERY, PAGE, frozen, get_view
 from ui.state import presenting
 from vizcore.errors import VizError
@@ -52,7 +54,10 @@ def _figures(view: View, key: str, fill: bool) -> None:
         st.caption(view.caption)
     if not fill:
         for i, figure in enumerate(view.figures):
-            _chart(for_screen(figure), f"{key}.figure{i}", "content")
+            shown, title = _title_above(for_screen(figure))
+            if title:
+                st.caption(f"**{plain(title)}**")
+            _chart(shown, f"{key}.figure{i}", "content")
         return
     with st.container(key=f"{PAGE}-figures", horizontal=True, height="stretch"):
         for i, figure in enumerate(view.figures):
@@ -63,6 +68,20 @@ def _figures(view: View, key: str, fill: bool) -> None:
                 _chart(shown, f"{key}.figure{i}", "stretch" if title is not None else "content")
 
 
+def _title_above(figure):
+    """A plotly figure without its title, and the title as plain text to write above it: plotly draws a title on one
+    line and the chart cuts it at its width (on a 390 px phone: "Query 10: it against every key, layer 4, hea");
+    text above the chart wraps. Other charts as they are (None)."""
+    if not hasattr(figure, "to_plotly_json") or not figure.layout.title.text:
+        return figure, None
+    import plotly.graph_objects as go
+
+    untitled = go.Figure(figure)
+    title = " ".join(re.sub(r"<[^>]+>", " ", untitled.layout.title.text).split())
+    untitled.update_layout(title_text=None)
+    return untitled, title
+
+
 def _chart(figure, key: str, height: str) -> None:
     if hasattr(figure, "to_plotly_json"):
         st.plotly_chart(for_screen(figure), key=key, config=CHART, height=height)
@@ -70,13 +89,14 @@ def _chart(figure, key: str, height: str) -> None:
         st.altair_chart(for_screen(figure), key=key, height=height)
 
 
-def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> None:
+def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> Answer | None:
+    """The question, its choices and *Check*; a checked answer also goes to the class this session follows."""
     question = step.question
     try:
         answer: Answer = ANSWERS[question.answer](view, question.params)
     except VizError as error:
         st.error(str(error))
-        return
+        return None
     if not presenting():
         st.subheader("Predict, then check")
     where = (lesson.id, number, text)
@@ -85,18 +105,21 @@ def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) ->
                           horizontal=presenting())
         if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
             st.session_state[KEY_CHECKED] = (*where, choice)
+            room.send_answer(lesson.id, number, choice)
     checked = st.session_state.get(KEY_CHECKED)
     if checked and checked[:3] == where and checked[3] in answer.choices:
         if answer.verdict(checked[3]):
             st.success(f"Right: {plain(answer.right)}. The model's numbers: {plain(answer.reason)}.")
         else:
             st.error(f"Not quite: the answer is {plain(answer.right)}. The model's numbers: {plain(answer.reason)}.")
+    return answer
 
 
-def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -> None:
+def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -> Answer | None:
     """Step ``number`` (1-based) of ``lesson`` on ``text``; the marker with ``data-lesson`` and ``data-step`` is
     drawn last, once the step's view is on screen. In presenter mode (``presenting()``) the step fills the
-    screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left."""
+    screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left.
+    Returns the step's question's answer (its choices: a teacher's chart of the class's answers), None without."""
     step = lesson.steps[number - 1]
     if presenting():
         with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-heading"):
@@ -111,6 +134,8 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
         _figures(view, f"{PAGE}.{lesson.id}.{number}", fill=presenting())
     if not presenting():
         st.markdown(f"**Your turn:** {plain(step.task)}")
+    answer = None
     if step.question is not None and view is not None:
-        _question(lesson, number, step, view, text)
+        answer = _question(lesson, number, step, view, text)
     st.html(f'<div class="lesson-step" data-lesson="{html.escape(lesson.id)}" data-step="{number}"></div>')
+    return answer

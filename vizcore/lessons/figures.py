@@ -1,8 +1,9 @@
-"""The lessons' own figure (plotly, never displayed here): the one view no other page draws."""
+"""The lessons' own figures (never displayed here): the views no other page draws: the parameter count per component,
+a class's answers (plotly), and the QR code of a class's link (an SVG drawn offline by segno)."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -21,3 +22,38 @@ def parameter_bars(counts: Mapping[str, int], title: str) -> go.Figure:
     fig = base_layout(fig, title, 380)
     fig.update_layout(margin={"t": 60})
     return fig
+
+
+def answer_counts(choices: Sequence[str], counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Every choice of a question with how many chose it (zero included), in the question's order; an answer that
+    is not among ``choices`` (a student whose sentence or query token gave other choices) is listed after them."""
+    shown = list(dict.fromkeys(choices))
+    shown += [choice for choice in counts if choice not in shown]
+    return [(choice, int(counts.get(choice, 0))) for choice in shown]
+
+
+def answers_text(rows: Sequence[tuple[str, int]]) -> str:
+    """The class's answers as a sentence (the chart's text alternative): "animal 3, street 1, it 0"."""
+    return ", ".join(f"{choice} {count}" for choice, count in rows)
+
+
+def class_answers_bars(rows: Sequence[tuple[str, int]], title: str) -> go.Figure:
+    """How many students gave each answer: one horizontal bar per choice, its count written on it (no names)."""
+    names = [choice for choice, _ in rows]
+    values = [count for _, count in rows]
+    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", text=[str(v) for v in values], textposition="outside",
+                           cliponaxis=False, hovertemplate="%{y}: %{x} students<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", tickfont={"size": TICK_FONT_SIZE}, automargin=True)
+    fig.update_xaxes(title="students", tickfont={"size": TICK_FONT_SIZE}, rangemode="tozero", dtick=1,
+                     range=[0, max([*values, 1]) * 1.15])
+    fig = base_layout(fig, title, 120 + 40 * len(rows))
+    fig.update_layout(margin={"t": 50})
+    return fig
+
+
+def qr_svg_uri(link: str) -> str:
+    """The QR code of ``link`` as an SVG data URI (segno, pure Python, offline): dark modules on white with the
+    4-module quiet zone a phone's camera needs, whatever the page's theme."""
+    import segno
+
+    return segno.make(link, error="m").svg_data_uri(scale=1, border=4, dark="#000000", light="#FFFFFF")

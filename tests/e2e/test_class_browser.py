@@ -1,0 +1,106 @@
+"""A class that follows its teacher (issue 34 C) in the browser: one teacher (1024 x 768) opens ``/lessons?teach=1``
+and five students open ``/lessons?room=CODE``, each in a browser context of their own (separate sessions and
+cookies, as separate devices), two of them phones (390 x 844). The teacher moves three times with the page's
+buttons; after each move every student's step marker (``data-lesson``, ``data-step``) equals the teacher's within
+2 s of the teacher's step being drawn (measured and printed: the worst, and the worst from the click); the phone
+students have no sideways scroll and see the step's claim, its view and its question. Two students answer the
+question and the teacher's chart counts them (its text alternative, read here, against the answers given)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from tests.e2e.conftest import LAPTOP, screenshot
+from tests.e2e.test_presenter_browser import DRAWN, at
+from vizcore.lessons.lesson import load_lessons
+
+PHONE = {"width": 390, "height": 844}
+FOLLOW_S = 2.0  # issue 34 C: each student on the teacher's step within 2 s
+LESSON = next(lesson for lesson in load_lessons() if lesson.id == "attention")
+MOVES = [("attention", 2), ("attention", 3), ("attention", 4)]  # Next, Next, Next from step 1
+OPTIONS = '[data-testid="stRadio"] [role=radiogroup] label'  # the question's choices (not its own label)
+NO_SIDEWAYS_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
+# The step's claim, its view and its question, each on screen, none wider than the window.
+STEP_FITS = """() => {
+  const step = document.querySelector('.st-key-lessons-step');
+  const parts = [step.querySelector('[data-testid=stMarkdownContainer]'),
+                 step.querySelector('[data-testid=stPlotlyChart], [data-testid=stDataFrame]'),
+                 step.querySelector('[data-testid=stRadio]')];
+  return parts.map(el => el !== null && el.getBoundingClientRect().width > 0
+                         && el.getBoundingClientRect().right <= window.innerWidth + 1);
+}"""
+
+
+def marker(page) -> tuple[str, int] | None:
+    found = page.evaluate(DRAWN)
+    return None if found is None else tuple(found)
+
+
+def wait_all(students: list, expected: tuple[str, int], since: float, timeout_s: float) -> list[float]:
+    """Poll every student's drawn step until each shows ``expected``; the seconds each took from ``since``."""
+    took: dict[int, float] = {}
+    deadline = time.perf_counter() + timeout_s
+    while len(took) < len(students) and time.perf_counter() < deadline:
+        for i, page in enumerate(students):
+            if i not in took and marker(page) == expected:
+                took[i] = time.perf_counter() - since
+        time.sleep(0.05)
+    assert len(took) == len(students), (expected, {i: marker(p) for i, p in enumerate(students) if i not in took})
+    return [took[i] for i in range(len(students))]
+
+
+def test_five_students_follow_their_teacher_within_2_s_and_the_chart_counts_their_answers(browser, app_url):
+    sizes = [LAPTOP, LAPTOP, LAPTOP, PHONE, PHONE]
+    contexts = [browser.new_context(viewport=LAPTOP)] + [browser.new_context(viewport=size) for size in sizes]
+    start = time.perf_counter()
+    worst, worst_from_click, timings = 0.0, 0.0, []
+    try:
+        teacher = contexts[0].new_page()
+        teacher.goto(f"{app_url}/lessons?teach=1&lesson=attention&step=1")
+        code = teacher.wait_for_selector("[data-room]", timeout=180_000).get_attribute("data-room")
+        assert at(teacher) == ("attention", 1)
+        opened = time.perf_counter()
+        students = [context.new_page() for context in contexts[1:]]
+        for page in students:
+            page.goto(f"{app_url}/lessons?room={code}")
+        joined = wait_all(students, ("attention", 1), time.perf_counter(), 180)
+        print(f"teacher's page {opened - start:.0f} s, five students' first pages {max(joined):.0f} s")
+        phones = [page for page, size in zip(students, sizes) if size == PHONE]
+        time.sleep(1)  # the browsers' last layout of their first page (plotly's) out of the way of the first move
+
+        for expected in MOVES:
+            clicked = time.perf_counter()
+            teacher.locator(".st-key-lessons-next button").click()
+            teacher.wait_for_function(f"expected => JSON.stringify(({DRAWN})()) === JSON.stringify(expected)",
+                                      arg=list(expected), timeout=120_000)
+            moved = time.perf_counter()
+            took = wait_all(students, expected, moved, timeout_s=30)
+            worst = max(worst, *took)
+            worst_from_click = max(worst_from_click, *(t + moved - clicked for t in took))
+            timings.append((expected, round(moved - clicked, 2), [round(t, 2) for t in took]))
+            for phone in phones:
+                assert phone.evaluate(NO_SIDEWAYS_SCROLL), (expected, phone.evaluate(
+                    "[document.documentElement.scrollWidth, window.innerWidth]"))
+                assert phone.evaluate(STEP_FITS) == [True, True, True], expected
+        assert worst <= FOLLOW_S, timings  # (step, the teacher's click to its step drawn, each student after that)
+        screenshot(phones[0], "class-student-phone")
+
+        choices = [label.inner_text().strip() for label in students[0].locator(OPTIONS).all()]
+        given = [choices[0], choices[-1]]
+        for page, choice in zip([students[0], phones[0]], given):
+            page.locator(OPTIONS).filter(has_text=re.compile(f"^{re.escape(choice)}$")).click()
+            page.get_by_role("button", name="Check").click()
+            page.get_by_text("went to your teacher").wait_for(timeout=30_000)
+        counted = ", ".join(f"{choice} {given.count(choice)}" for choice in choices)
+        teacher.wait_for_function(
+            "text => document.querySelector('.st-key-lessons-class-answers')?.innerText.trim() === text",
+            arg=f"Answers: {counted}", timeout=10_000)
+        assert teacher.get_by_text(f"{len(given)} students answered").count() == 1
+        screenshot(teacher, "class-teacher")
+        assert all(page.locator('[data-testid="stException"]').count() == 0 for page in [teacher, *students])
+    finally:
+        for context in contexts:
+            context.close()
+        print(f"class of 5: worst follow {worst:.2f} s after the teacher's step was drawn "
+              f"({worst_from_click:.2f} s after the click); {time.perf_counter() - start:.0f} s; {timings}")
