@@ -387,6 +387,9 @@ class Supervisor:
 
 def _free(address: str, port: int) -> bool:
     with socket.socket() as sock:
+        # As nginx and the replicas bind it: a port whose last connections are in TIME_WAIT (a server stopped a
+        # moment ago) is free to them; only a listener holds it (Linux refuses SO_REUSEADDR over a listening socket).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1" if address == "localhost" else address, port))
         except OSError:

@@ -1,0 +1,32 @@
+"""The supervisor's port check (deploy/replicas._free) answers as nginx and the replicas will bind: a port held by a
+listener is busy; a port whose last connection is in TIME_WAIT (a class's server stopped a moment ago) is free.
+Before, the check bound without SO_REUSEADDR and refused such a port for up to a minute after every stop."""
+
+import socket
+
+from deploy.replicas import _free
+
+
+def test_a_listening_port_is_busy_and_a_port_in_time_wait_is_free():
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    assert not _free("127.0.0.1", port)
+    client = socket.create_connection(("127.0.0.1", port))
+    served, _ = listener.accept()
+    served.close()  # the server's side closes first: its end of the connection waits in TIME_WAIT on ``port``
+    client.recv(1)
+    client.close()
+    listener.close()
+    plain = socket.socket()  # what the old check did: a bind without SO_REUSEADDR is refused here
+    try:
+        plain.bind(("127.0.0.1", port))
+        refused = False
+    except OSError:
+        refused = True
+    finally:
+        plain.close()
+    assert refused, "no TIME_WAIT was made: the test proves nothing"
+    assert _free("127.0.0.1", port)
