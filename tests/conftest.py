@@ -117,9 +117,10 @@ def pytest_terminal_summary(terminalreporter, config):
             if when is None or len(parts) < 3 or parts[0] != "tests" or parts[1] not in TIERS:
                 continue
             tier = tiers.setdefault(parts[1], {"passed": 0, "failed": 0, "seconds": 0.0, "start": None, "stop": 0.0})
-            tier["seconds"] += report.duration
-            per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + report.duration
-            per_test[nodeid] = per_test.get(nodeid, 0.0) + report.duration
+            duration = getattr(report, "duration", 0.0)  # a collection error's report has none
+            tier["seconds"] += duration
+            per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + duration
+            per_test[nodeid] = per_test.get(nodeid, 0.0) + duration
             if report.failed:
                 tier["failed"] += 1
             elif report.passed and when == "call":

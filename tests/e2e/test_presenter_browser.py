@@ -59,10 +59,19 @@ def at(page, timeout_s: float = STEP_TIMEOUT_S) -> tuple[str, int]:
 
 def press(page, key: str, expected: tuple[str, int], timeout_s: float = STEP_TIMEOUT_S) -> float:
     """Press ``key`` and wait for step ``expected`` to be drawn; the seconds that took."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     start = time.perf_counter()
     page.keyboard.press(key)
-    page.wait_for_function(f"expected => JSON.stringify(({DRAWN})()) === JSON.stringify(expected)",
-                           arg=list(expected), timeout=timeout_s * 1000)
+    try:
+        page.wait_for_function(f"expected => JSON.stringify(({DRAWN})()) === JSON.stringify(expected)",
+                               arg=list(expected), timeout=timeout_s * 1000)
+    except PlaywrightTimeout as error:
+        state = page.evaluate("document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state')")
+        marker = page.evaluate("[...document.querySelectorAll('.lesson-step')]"
+                               ".map(m => [m.dataset.lesson, m.dataset.step])")
+        raise AssertionError(f"{key} to {expected}: not drawn in {timeout_s:.0f} s; the app is {state}, the page shows "
+                             f"{marker}, url {page.url}") from error
     return time.perf_counter() - start
 
 
