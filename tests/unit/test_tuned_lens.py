@@ -235,3 +235,26 @@ def test_cli_refuses_a_bad_top_k_in_one_line(capsys, tiny_mlm_dir):
     code = main(["tuned-lens", "--text", TEXT, "--model", str(tiny_mlm_dir("bert")), "--top-k", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "top-k must be between 1 and 100" in err[0]
+
+
+# ---- the card -------------------------------------------------------------------------------------------
+
+def test_the_card_shows_the_measured_numbers_per_layer(tmp_path):
+    from tools.tuned_lens_card import card_text
+
+    config = {**TrainConfig().__dict__, "steps": 170}
+    record = {"step": 170, "time": "2026-11-27T08:40:00", "lr": 0.0,
+              "tuned": {"kl": [2.5, 1.25, 0.0]}, "config": config}
+    metrics = {"best": record, "parameters": 2 * (384 * 384 + 384), "bytes": 591_000,
+               "heldout": {"set": "1024 of 4111 windows, abcd1234", "positions": 7654, "where": "[MASK] positions",
+                           "seconds": 61.0, "load": "3.00, 2.00, 1.00"},
+               "logit": {"kl": [4.25, 1.0, 0.0], "top1": [0.01, 0.3, 1.0], "top5": [0.05, 0.5, 1.0]},
+               "tuned": {"kl": [2.5, 1.25, 0.0], "top1": [0.1, 0.35, 1.0], "top5": [0.2, 0.55, 1.0]},
+               "curve": [{**record, "step": 0, "time": "2026-11-27T07:40:00", "lr": 1.0,
+                          "tuned": {"kl": [4.25, 1.0, 0.0]}}, record]}
+    text = card_text(metrics, ["stopped once"])
+    assert "| embeddings | 4.250 | **2.500** | 1.0% | 10.0% | 5.0% | **20.0%** |" in text
+    assert "| layer 2 (the output) | 0.000 | **0.000** |" in text
+    assert "below the logit lens's at **1 of 2** translated layers" in text  # layer 1: 1.25 > 1.0
+    assert "7,654 positions" in text and "1024 of 4111 windows, abcd1234" in text
+    assert "60 minutes" in text and "- stopped once" in text and "0.6 MB" in text
