@@ -73,7 +73,7 @@ def card_text(metrics: dict, notes: list[str]) -> str:
         f"{metrics['parameters']:,} numbers in fp16 ({file_size(metrics['bytes'])}); it names the masked-LM "
         "weights it was trained on and the app refuses it for any others.", "",
         "## Results (held-out text, the shipped fp16 file)", "",
-        f"On {held['positions']:,} positions that became [MASK] in held-out windows of the masked-LM's own corpus "
+        f"On {held['positions']:,} positions in held-out windows of the masked-LM's own corpus "
         f"({held['set']}; {held['where']}). Never trained on, by the masked-LM or by the lens. "
         f"The tuned lens's KL is below the logit lens's at **{beaten} of {layers}** translated layers.", "",
         *results_table(metrics), "",

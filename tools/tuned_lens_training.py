@@ -225,8 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     commands["export"].add_argument("--eval-sequences", type=number(int), default=0,
                                     help="held-out windows to measure the shipped file on (0: all)")
     args = parser.parse_args(argv)
-    if args.command == "train":
-        torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(max(1, getattr(args, "threads", 1)))  # export measures at one thread
     return run_command({
         "train": lambda: train_command(args.work_dir, config_from(args, TrainConfig)),
         "export": lambda: export_command(args.work_dir, args.eval_sequences),
