@@ -37,6 +37,27 @@ def results_table(metrics: dict) -> list[str]:
     return lines
 
 
+def probes_table(probes: dict | None) -> list[str]:
+    """The same comparison on the everyday probe sentences (short, one [MASK]), when the export measured it."""
+    if not probes:
+        return []
+    logit, tuned = probes["logit"], probes["tuned"]
+    labels = row_labels(len(logit["kl"]))
+    lines = [f"### On the {probes['sentences']} everyday probe sentences (short, one [MASK]: what the page is given)",
+             "", "| hidden state | KL logit lens | KL tuned lens | top-5 agr. logit | top-5 agr. tuned |",
+             "|---|---:|---:|---:|---:|"]
+    for r, label in enumerate(labels[:-1]):
+        better = "**" if tuned["kl"][r] < logit["kl"][r] else ""
+        lines.append(f"| {label} | {logit['kl'][r]:.3f} | {better}{tuned['kl'][r]:.3f}{better} | "
+                     f"{logit['top5'][r]:.0%} | {tuned['top5'][r]:.0%} |")
+    worse = [labels[r] for r in range(len(labels) - 1) if tuned["kl"][r] >= logit["kl"][r]]
+    lines += ["", ("The tuned lens reads closer to the output at every translated layer here too." if not worse else
+                   f"Here the tuned lens is *not* closer at: {', '.join(worse)}. The translators were fitted on "
+                   "64-token windows of the corpus; short sentences are off that distribution, most of all "
+                   "at the embeddings, where the reading is only a function of the token and its position.")]
+    return lines
+
+
 def curve_table(curve: list[dict]) -> list[str]:
     if not curve:
         return []
@@ -81,6 +102,7 @@ def card_text(metrics: dict, notes: list[str]) -> str:
         "- **top-1 agreement**: the lens's top word at that layer is the model's final top-1 word.",
         "- **top-5 agreement**: the model's final top-1 word is among the lens's top 5 words at that layer.", "",
         f"Measured in {held['seconds']:.0f} s at one torch thread; load average then {held['load']}.", "",
+        *probes_table(metrics.get("probes")), "",
         "## Training", "",
         f"Best checkpoint: step **{best['step']:,}** of {config['steps']:,} (chosen by mean KL on "
         f"{config['eval_sequences']} held-out windows, measured every {config['eval_every']} steps). "

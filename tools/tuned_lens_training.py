@@ -172,6 +172,24 @@ def measure(recipe: LensRecipe, lens: TunedLens | None, windows: np.ndarray, nee
     return {"logit": logit.means() if need_logit else None, "tuned": tuned.means(), "positions": tuned.positions}
 
 
+def measure_probes(loaded, lens: TunedLens) -> dict:
+    """Per row, the mean over the 40 everyday probe sentences (short, one [MASK]; what the page is given) of the
+    KL to the output and the top-5 agreement, for both lenses: a second measurement, off the training
+    distribution of 64-token windows."""
+    from vizcore.mlm.fill_mask import fill_mask
+    from vizcore.mlm.probes import PROBES
+
+    sums = {name: {"kl": 0.0, "top5": 0.0} for name in ("logit", "tuned")}
+    for sentence, _ in PROBES:
+        result = fill_mask(loaded, sentence, top_k=1, lens_top_k=5, lens=lens)
+        final = int(result.lens.token_ids[-1, 0, 0])
+        for name, read in (("logit", result.lens), ("tuned", result.tuned_lens)):
+            sums[name]["kl"] = sums[name]["kl"] + read.kl_to_final[:, 0].astype(np.float64)
+            sums[name]["top5"] = sums[name]["top5"] + (read.token_ids[:, 0, :] == final).any(-1)
+    return {"sentences": len(PROBES), **{name: {k: (v / len(PROBES)).tolist() for k, v in sums[name].items()}
+                                          for name in sums}}
+
+
 def train_command(work: Path, config: TrainConfig) -> dict:
     best = train(config, work, lambda config: LensRecipe(config, work))
     return {k: best[k] for k in ("step", "kl_score", "positions") if k in best}
@@ -207,11 +225,13 @@ def export_command(work: Path, eval_sequences: int = 0, out_dir: Path = WEIGHTS_
     shipped, _ = load_tuned_lens(target, lens.num_layers, lens.hidden)
     started = time.time()
     measured = measure(recipe, shipped, recipe.heldout)
+    probes = measure_probes(recipe.loaded, shipped)
     metrics = {"best": best, "heldout": {"set": recipe.heldout_name, "positions": measured["positions"],
                                          "where": "positions that became [MASK] (BERT's 15 % / 80-10-10, seed "
                                                   f"{EVAL_SEED})", "seconds": round(time.time() - started, 1),
                                          "load": machine_load()},
-               "logit": measured["logit"], "tuned": measured["tuned"], "bytes": target.stat().st_size,
+               "logit": measured["logit"], "tuned": measured["tuned"], "probes": probes,
+               "bytes": target.stat().st_size,
                "parameters": translator_parameters(lens.num_layers, lens.hidden),
                "corpus": read_corpus_summary(work), "curve": read_curve(work)}
     target.with_suffix(".json").write_text(json.dumps(metrics, indent=1))
