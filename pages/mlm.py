@@ -97,7 +97,7 @@ def pick_mask(result: FillMaskResult, key: str) -> int:
                         format_func=lambda m: f"mask {m + 1} (token {result.mask_indices[m]})")
 
 
-LENS_VIEWS = ("Side by side", "Logit lens", "Tuned lens")
+LENS_VIEWS = ("Both", "Logit lens", "Tuned lens")  # both one above the other: side by side, words overlap at 1024 px
 PAPER = "https://arxiv.org/abs/2303.08112"
 
 
@@ -119,12 +119,11 @@ def show_lens(result: FillMaskResult) -> None:
     else:
         lenses["tuned lens"] = result.tuned_lens
         view = st.radio("Lens", LENS_VIEWS, horizontal=True, key="fill_mask.lens_view")
-    shown = {"Side by side": lenses, "Logit lens": {"logit lens": result.lens},
+    shown = {"Both": lenses, "Logit lens": {"logit lens": result.lens},
              "Tuned lens": {"tuned lens": result.tuned_lens}}[view]
-    columns = st.columns(len(shown))
-    for column, (name, lens) in zip(columns, shown.items()):
+    for name, lens in shown.items():
         key = "fill_mask.lens" if name == "logit lens" else "fill_mask.tuned_lens"
-        column.plotly_chart(for_screen(logit_lens_heatmap(lens, mask, f"{name.capitalize()}: top {k} words at "
+        st.plotly_chart(for_screen(logit_lens_heatmap(lens, mask, f"{name.capitalize()}: top {k} words at "
                                                                       f"mask {mask + 1}")), key=key, config=CHART)
     st.plotly_chart(for_screen(lens_final_word_curves(lenses, mask, word, f"How sure each layer is of '{word}'")),
                     key="fill_mask.lens_curve", config=CHART)

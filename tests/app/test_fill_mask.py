@@ -185,7 +185,7 @@ def test_the_tuned_lens_is_shown_beside_the_logit_lens_with_its_card(new_app, le
     lens, card = lens_file
     at = new_app(PAGE).run()
     open_tab(at, "fill_mask.tab", "Layer by layer")
-    assert not at.exception and at.radio(key="fill_mask.lens_view").value == "Side by side"
+    assert not at.exception and at.radio(key="fill_mask.lens_view").value == "Both"
     logit, tuned = chart(at, "fill_mask.lens")["data"][0], chart(at, "fill_mask.tuned_lens")["data"][0]
     assert tuned["text"][-1] == logit["text"][-1]  # the output row is not translated
     loaded = get_model(MLM_MODEL, "auto", "mlm")  # row 0 by hand: the head on h + A h + b of the embeddings
