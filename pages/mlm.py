@@ -18,7 +18,11 @@ from ui.mlm.link import LINK
 from ui.state import selection
 from vizcore.errors import VizError
 from vizcore.mlm.figures import (
-    final_word_curve,
+    lens_card_curves,
+    lens_card_table,
+    lens_comparison_table,
+    lens_final_word_curves,
+    lens_kl_curves,
     lens_table,
     logit_lens_heatmap,
     mask_attention_heatmap,
@@ -93,22 +97,64 @@ def pick_mask(result: FillMaskResult, key: str) -> int:
                         format_func=lambda m: f"mask {m + 1} (token {result.mask_indices[m]})")
 
 
+LENS_VIEWS = ("Both", "Logit lens", "Tuned lens")  # both one above the other: side by side, words overlap at 1024 px
+PAPER = "https://arxiv.org/abs/2303.08112"
+
+
 def show_lens(result: FillMaskResult) -> None:
     if result.lens is None:
         st.info(result.lens_note)
         return
     st.markdown("The masked-LM head reads the hidden state after each layer (row 0: the embeddings, before "
-                "any attention). The last row is the model's prediction.")
+                "any attention). The last row is the model's prediction. The **logit lens** applies the head as it "
+                "is; the **tuned lens** first moves each layer's hidden state with a small affine map trained to "
+                f"make the head's reading match the final one ([Belrose et al. 2023]({PAPER})).")
     mask = pick_mask(result, "fill_mask.lens_mask")
     word = result.masks[mask].predictions[0].token
-    st.plotly_chart(for_screen(logit_lens_heatmap(result.lens, mask,
-                                                  f"Layer by layer: top {result.lens.probs.shape[-1]} "
-                                                  f"words at mask {mask + 1}")), key="fill_mask.lens",
-                    config=CHART)
-    st.plotly_chart(for_screen(final_word_curve(result.lens, mask, word, f"How sure each layer is of '{word}'")),
+    k = result.lens.probs.shape[-1]
+    lenses = {"logit lens": result.lens}
+    if result.tuned_lens is None:
+        st.caption(f"Tuned lens: not available. {result.tuned_note}")
+        view = "Logit lens"
+    else:
+        lenses["tuned lens"] = result.tuned_lens
+        view = st.radio("Lens", LENS_VIEWS, horizontal=True, key="fill_mask.lens_view")
+    shown = {"Both": lenses, "Logit lens": {"logit lens": result.lens},
+             "Tuned lens": {"tuned lens": result.tuned_lens}}[view]
+    for name, lens in shown.items():
+        key = "fill_mask.lens" if name == "logit lens" else "fill_mask.tuned_lens"
+        st.plotly_chart(for_screen(logit_lens_heatmap(lens, mask, f"{name.capitalize()}: top {k} words at "
+                                                                      f"mask {mask + 1}")), key=key, config=CHART)
+    st.plotly_chart(for_screen(lens_final_word_curves(lenses, mask, word, f"How sure each layer is of '{word}'")),
                     key="fill_mask.lens_curve", config=CHART)
+    if len(lenses) > 1:
+        st.plotly_chart(for_screen(lens_kl_curves(lenses, mask, f"How far each layer's reading is from the output "
+                                                                f"(mask {mask + 1})")),
+                        key="fill_mask.lens_kl", config=CHART)
     with st.expander("Table"):
         st.dataframe(lens_table(result.lens, mask), hide_index=True, key="fill_mask.lens_table")
+        st.dataframe(lens_comparison_table(lenses, mask), hide_index=True, key="fill_mask.lens_compare_table")
+    if len(lenses) > 1:
+        show_lens_card()
+
+
+def show_lens_card() -> None:
+    card = fm.get_lens_card()
+    if card is None:
+        return
+    held = card["heldout"]
+    st.plotly_chart(for_screen(lens_card_curves(card, f"On held-out text: mean KL to the output over "
+                                                      f"{held['positions']:,} masked words")),
+                    key="fill_mask.lens_card", config=CHART)
+    with st.expander("What the two lenses score on held-out text"):
+        st.dataframe(lens_card_table(card), hide_index=True, key="fill_mask.lens_card_table", width="stretch")
+        st.caption("Held-out windows of the masked-LM's own corpus, never trained on; at the positions that became "
+                   "[MASK]. Top-k agreement: the model's final top-1 word is among the lens's top k words at that "
+                   "layer. See vizcore/weights/MODEL_CARD_TUNED_LENS.md.")
+    st.caption("What it can show: where in the network the answer becomes readable, layer by layer, with a reading "
+               "trained to be fair to the middle layers. What it cannot: a tuned lens is itself a trained model; a "
+               "good reading at layer 2 says the answer can be decoded there by an affine map, not that the model "
+               "uses it there.")
 
 
 def show_mask_attention(result: FillMaskResult) -> None:
@@ -176,7 +222,7 @@ def masked_words(device: str) -> None:
         return
     text = sentence_controls(name, device)
     tabs = lazy_tabs(["Predictions", "Layer by layer", "Attention of the mask", "80/10/10 masking"], "fill_mask.tab",
-                     keep={**dict.fromkeys(("fill_mask.lens_mask", "fill_mask.attention_mask",
+                     keep={**dict.fromkeys(("fill_mask.lens_mask", "fill_mask.lens_view", "fill_mask.attention_mask",
                                             "fill_mask.attention_view", "fill_mask.attention_layer")),
                            "fill_mask.rule_text": fm.DEFAULT_RULE_TEXT, fm.KEY_SEED: 0, "fill_mask.draws": 2000})
     predictions_tab, lens_tab, _, rule_tab = tabs

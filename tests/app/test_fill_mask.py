@@ -15,6 +15,7 @@ from transformers import pipeline
 from tests.app.conftest import decode_plotly, open_tab
 from tests.support.mlm_weights import make_mlm_weights
 from tests.support.tiny import build_tiny_mlm
+from ui.mlm import page as fm
 from ui.mlm.page import DEFAULT_TEXT, OTHER_MODEL
 from ui.state import clear_caches, get_model
 from vizcore.mlm.fill_mask import fill_mask
@@ -148,6 +149,69 @@ def test_logit_lens_has_a_row_per_layer_ending_in_the_prediction(app):
     assert chart(app, "fill_mask.lens")["layout"]["yaxis"]["ticktext"][0] == "embeddings"
     assert [cell.split("<br>")[0] for cell in lens["text"][-1]] == words
     np.testing.assert_allclose(z[-1], scores, rtol=1e-4)
+
+
+@pytest.fixture
+def lens_file(tmp_path, monkeypatch, weights):
+    """A tuned lens for the masked-LM in use (random translators, named for its weights file) and a card."""
+    import torch
+
+    from vizcore.mlm import tuned_lens as tl
+    from vizcore.mlm.weights import weights_path
+
+    if weights is not None:
+        monkeypatch.setenv(WEIGHTS_ENV, str(weights))
+    lens = tl.TunedLens(6, 384)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        lens.weight.normal_(0.0, 0.02, generator=generator)
+        lens.bias.normal_(0.0, 0.5, generator=generator)
+    path = tmp_path / "tuned-lens.safetensors"
+    tl.save_tuned_lens(lens, path, MLM_MODEL, tl.file_fingerprint(weights_path()))
+    card = {"heldout": {"positions": 1234}, "logit": {"kl": [6.0, 5, 4, 3, 2, 1, 0], "top1": [0] * 7, "top5": [0] * 7},
+            "tuned": {"kl": [3.0, 2.5, 2, 1.5, 1, 0.5, 0], "top1": [0] * 7, "top5": [0] * 7}}
+    path.with_suffix(".json").write_text(json.dumps(card))
+    monkeypatch.setenv(tl.WEIGHTS_ENV, str(path))
+    fm.get_fill.clear()  # results cached by earlier tests were read without this lens
+    fm.get_lens_card.clear()
+    yield tl.load_tuned_lens(path, 6, 384)[0], card
+    fm.get_fill.clear()
+    fm.get_lens_card.clear()
+
+
+def test_the_tuned_lens_is_shown_beside_the_logit_lens_with_its_card(new_app, lens_file):
+    import torch
+
+    lens, card = lens_file
+    at = new_app(PAGE).run()
+    open_tab(at, "fill_mask.tab", "Layer by layer")
+    assert not at.exception and at.radio(key="fill_mask.lens_view").value == "Both"
+    logit, tuned = chart(at, "fill_mask.lens")["data"][0], chart(at, "fill_mask.tuned_lens")["data"][0]
+    assert tuned["text"][-1] == logit["text"][-1]  # the output row is not translated
+    loaded = get_model(MLM_MODEL, "auto", "mlm")  # row 0 by hand: the head on h + A h + b of the embeddings
+    inputs = loaded.tokenizer(DEFAULT_TEXT, return_tensors="pt").to(loaded.device)
+    mask = int((inputs["input_ids"][0] == loaded.tokenizer.mask_token_id).nonzero()[0, 0])
+    with torch.no_grad():
+        h = loaded.model.bert(**inputs, output_hidden_states=True).hidden_states[0][0, mask].cpu()
+        moved = h + lens.weight[0] @ h + lens.bias[0]
+        expected = loaded.model.cls(moved.to(loaded.device)[None]).softmax(-1)[0].topk(5).values.cpu().numpy()
+    np.testing.assert_allclose(decode_plotly(tuned["z"])[0], expected, rtol=1e-3)
+    kl = chart(at, "fill_mask.lens_kl")["data"]
+    assert [trace["name"] for trace in kl] == ["logit lens", "tuned lens"]
+    assert decode_plotly(kl[1]["y"])[-1] == pytest.approx(0, abs=1e-4)
+    curves = chart(at, "fill_mask.lens_card")["data"]
+    np.testing.assert_allclose(decode_plotly(curves[1]["y"]), card["tuned"]["kl"])
+    at.radio(key="fill_mask.lens_view").set_value("Logit lens").run()
+    assert not any(e.proto.id.endswith("fill_mask.tuned_lens") for e in at.get("plotly_chart"))
+
+
+def test_another_masked_lm_has_no_tuned_lens_and_the_page_says_why(new_app, roberta_dir):
+    at = new_app(PAGE, mlm=str(roberta_dir), masked="Paris is the [MASK] of France.").run()
+    open_tab(at, "fill_mask.tab", "Layer by layer")
+    assert not at.exception and chart(at, "fill_mask.lens")
+    assert any("Tuned lens: not available" in c.value and "trained for one model only" in c.value
+               for c in at.caption)
+    assert not any(e.proto.id.endswith("fill_mask.tuned_lens") for e in at.get("plotly_chart"))
 
 
 def test_mask_attention_by_layer_and_head(app):

@@ -8,6 +8,11 @@ from transformers import AutoTokenizer
 
 from vizcore.mlm.figures import (
     KIND_STYLE,
+    lens_card_curves,
+    lens_card_table,
+    lens_comparison_table,
+    lens_final_word_curves,
+    lens_kl_curves,
     lens_table,
     logit_lens_heatmap,
     mask_attention_heatmap,
@@ -51,6 +56,42 @@ def test_logit_lens_heatmap_rows_are_layers_and_cells_are_words():
     table = lens_table(lens, 0)
     assert list(table.columns) == ["layer", "rank", "word", "probability"] and len(table) == 6
     assert table.iloc[-2].tolist()[:3] == ["layer 2", 1, "e"]
+
+
+def small_lens(final: list[float], kl: list[float], top: str) -> LogitLens:
+    """Three rows (embeddings, layer 1, layer 2), one mask, one word per row."""
+    return LogitLens(token_ids=np.zeros((3, 1, 1), dtype=int), tokens=[[[top]], [[top]], [["paris"]]],
+                     probs=np.array(final, dtype=np.float32)[:, None, None],
+                     final_token_probs=np.array(final, dtype=np.float32)[:, None],
+                     kl_to_final=np.array(kl, dtype=np.float32)[:, None])
+
+
+def test_lens_curves_show_each_lens_per_layer_told_apart_by_more_than_colour():
+    lenses = {"logit lens": small_lens([0.01, 0.2, 0.9], [4.0, 2.0, 0.0], "the"),
+              "tuned lens": small_lens([0.1, 0.5, 0.9], [1.5, 0.5, 0.0], "city")}
+    kl = lens_kl_curves(lenses, 0, "t")
+    assert [trace.name for trace in kl.data] == ["logit lens", "tuned lens"]
+    np.testing.assert_allclose(kl.data[0].y, [4.0, 2.0, 0.0])
+    np.testing.assert_allclose(kl.data[1].y, [1.5, 0.5, 0.0])
+    assert kl.data[0].line.dash != kl.data[1].line.dash and kl.data[0].marker.symbol != kl.data[1].marker.symbol
+    assert list(kl.layout.xaxis.ticktext) == ["embeddings", "layer 1", "layer 2"]
+    final = lens_final_word_curves(lenses, 0, "paris", "t")
+    np.testing.assert_allclose(final.data[1].y, [0.1, 0.5, 0.9], rtol=1e-6)
+    assert final.layout.yaxis.title.text == "p(paris)"
+    table = lens_comparison_table(lenses, 0)
+    assert len(table) == 6 and table.iloc[3].tolist()[:3] == ["tuned lens", "embeddings", "city"]
+    assert table["KL to final (nats)"].tolist() == pytest.approx([4.0, 2.0, 0.0, 1.5, 0.5, 0.0])
+
+
+def test_lens_card_figure_shows_the_cards_numbers():
+    card = {"logit": {"kl": [5.0, 3.0, 0.0], "top1": [0.0, 0.2, 1.0], "top5": [0.1, 0.4, 1.0]},
+            "tuned": {"kl": [2.0, 1.0, 0.0], "top1": [0.1, 0.3, 1.0], "top5": [0.3, 0.6, 1.0]}}
+    fig = lens_card_curves(card, "t")
+    np.testing.assert_allclose(fig.data[0].y, card["logit"]["kl"])
+    np.testing.assert_allclose(fig.data[1].y, card["tuned"]["kl"])
+    table = lens_card_table(card)
+    assert table["top-5 agreement, tuned"].tolist() == card["tuned"]["top5"]
+    assert table["layer"].tolist() == ["embeddings", "layer 1", "layer 2"]
 
 
 def test_mask_attention_heatmap_keeps_rows_and_repeated_tokens():

@@ -16,6 +16,7 @@ from vizcore.errors import VizError
 from vizcore.mlm.fill_mask import FillMaskResult, FillStep, Word, fill_iteratively, fill_mask, mask_word, maskable_words
 from vizcore.mlm.masking import ordinary_token_ids
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates, draw_masking, measure_rates
+from vizcore.mlm.tuned_lens import card_metrics
 from vizcore.model.catalog import MLM_MODEL
 from vizcore.model.loading import LoadedModel
 
@@ -59,6 +60,12 @@ def mlm_or_none(name: str, device: str) -> LoadedModel | None:
 @st.cache_data(show_spinner="Predicting the masked words…", max_entries=32)
 def get_fill(name: str, device: str, text: str, top_k: int) -> FillMaskResult:
     return fill_mask(get_model(name, device, "mlm"), text, top_k=top_k, lens_top_k=5)
+
+
+@st.cache_data(max_entries=1)
+def get_lens_card() -> dict | None:
+    """What the tuned lens measured on held-out text (its card's numbers), or None when there is no file."""
+    return card_metrics()
 
 
 @st.cache_data(show_spinner="Filling the masks one at a time…", max_entries=32)

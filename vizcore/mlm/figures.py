@@ -144,6 +144,75 @@ def final_word_curve(lens: LogitLens, mask: int, word: str, title: str) -> go.Fi
     return compact_layout(fig, title, height=340)
 
 
+# ---- logit lens vs tuned lens ------------------------------------------------------------------
+
+LENS_STYLE = {"logit lens": ("#0072b2", "solid", "circle"), "tuned lens": ("#d55e00", "dash", "diamond")}
+
+
+def lens_comparison_table(lenses: dict[str, LogitLens], mask: int) -> pd.DataFrame:
+    """One row per (lens, layer) at mask number ``mask``: the top word, its probability, the probability of
+    the final top-1 word and the KL (nats) to the final distribution."""
+    rows = []
+    for name, lens in lenses.items():
+        labels = lens_row_labels(lens)
+        for r in range(lens.num_rows):
+            rows.append({"lens": name, "layer": labels[r], "top word": lens.tokens[r][mask][0],
+                         "top probability": float(lens.probs[r, mask, 0]),
+                         "p(final word)": float(lens.final_token_probs[r, mask]),
+                         "KL to final (nats)": float(lens.kl_to_final[r, mask])})
+    return pd.DataFrame(rows)
+
+
+def _curves(series: dict[str, list[float]], labels: list[str], title: str, y_title: str, percent_axis: bool,
+            height: int = 340) -> go.Figure:
+    """One line per lens over the rows (embeddings, layer 1, ...); told apart by dash and marker, not colour alone."""
+    fig = go.Figure()
+    x = list(range(len(labels)))
+    for name, values in series.items():
+        colour, dash, symbol = LENS_STYLE.get(name, (BAR_COLOUR, "solid", "circle"))
+        shown = [percent(v) if percent_axis else f"{v:.2f}" for v in values]
+        fig.add_trace(go.Scatter(
+            x=x, y=values, mode="lines+markers", name=name, line={"color": colour, "dash": dash, "width": 3},
+            marker={"size": 10, "symbol": symbol, "color": colour}, customdata=np.stack([labels, shown], axis=1),
+            hovertemplate=f"{name}, %{{customdata[0]}}: %{{customdata[1]}}<extra></extra>"))
+    fig.update_xaxes(tickmode="array", tickvals=x, ticktext=labels, tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=y_title, tickfont={"size": TICK_FONT_SIZE}, rangemode="tozero",
+                     **({"tickformat": ".0%", "range": [0, 1.05]} if percent_axis else {}))
+    fig = compact_layout(fig, title, height=height)
+    fig.update_layout(legend={"orientation": "h", "y": -0.18, "x": 0})
+    return fig
+
+
+def lens_final_word_curves(lenses: dict[str, LogitLens], mask: int, word: str, title: str) -> go.Figure:
+    """Per layer, the probability each lens gives the model's final top-1 word."""
+    labels = lens_row_labels(next(iter(lenses.values())))
+    series = {name: lens.final_token_probs[:, mask].astype(float).tolist() for name, lens in lenses.items()}
+    return _curves(series, labels, title, f"p({word})", percent_axis=True)
+
+
+def lens_kl_curves(lenses: dict[str, LogitLens], mask: int, title: str) -> go.Figure:
+    """Per layer, each lens's KL divergence (nats) from the final distribution at this mask (0 at the output)."""
+    labels = lens_row_labels(next(iter(lenses.values())))
+    series = {name: lens.kl_to_final[:, mask].astype(float).tolist() for name, lens in lenses.items()}
+    return _curves(series, labels, title, "KL(final ‖ lens), nats", percent_axis=False)
+
+
+def lens_card_table(metrics: dict) -> pd.DataFrame:
+    """The tuned lens's card (``tuned-lens.json``): per hidden state, mean KL and agreement on held-out text."""
+    logit, tuned = metrics["logit"], metrics["tuned"]
+    labels = ["embeddings"] + [f"layer {i}" for i in range(1, len(logit["kl"]))]
+    return pd.DataFrame({"layer": labels, "KL logit lens": logit["kl"], "KL tuned lens": tuned["kl"],
+                         "top-1 agreement, logit": logit["top1"], "top-1 agreement, tuned": tuned["top1"],
+                         "top-5 agreement, logit": logit["top5"], "top-5 agreement, tuned": tuned["top5"]})
+
+
+def lens_card_curves(metrics: dict, title: str) -> go.Figure:
+    """Held-out mean KL to the final distribution per layer, logit vs tuned lens (from the card's numbers)."""
+    table = lens_card_table(metrics)
+    series = {"logit lens": table["KL logit lens"].tolist(), "tuned lens": table["KL tuned lens"].tolist()}
+    return _curves(series, table["layer"].tolist(), title, "mean KL(final ‖ lens), nats", percent_axis=False)
+
+
 # ---- attention of the masked position ----------------------------------------------------------
 
 def mask_attention_heatmap(matrix: np.ndarray, row_labels: list[str], tokens: list[str], title: str,

@@ -8,7 +8,8 @@ token and score for score; on top of them this module gives what a class wants t
 * every mask's top-k, and ``fill_iteratively``: fill the masks one at a time, most confident first;
 * the masked positions' attention rows, ``[layer, head, mask, key]``;
 * the logit lens: the MLM head applied to every layer's hidden states (layer 0 = embeddings),
-  showing how the prediction forms through the layers;
+  showing how the prediction forms through the layers; and, for the offline masked-LM, the tuned lens
+  (``vizcore.mlm.tuned_lens``): the same head after a per-layer affine translator trained for it;
 * ``maskable_words`` / ``mask_word`` for "click a word to mask it".
 
 ``[MASK]`` or ``<mask>`` typed literally (any case) works for every model: it becomes the model's own
@@ -28,6 +29,7 @@ from transformers import BatchEncoding, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from vizcore.errors import VizError
+from vizcore.mlm.tuned_lens import TunedLens, check_lens_fits, kl_to_final, tuned_lens_for
 from vizcore.model.loading import LoadedModel
 from vizcore.model.run import Hook, check_text, encode, model_inputs
 from vizcore.model.run import forward as core_forward
@@ -70,6 +72,7 @@ class LogitLens:
     tokens: list[list[list[str]]]  # [L1][mask][k] decoded words
     probs: np.ndarray  # float32 [L1, mask, k]
     final_token_probs: np.ndarray  # float32 [L1, mask]: probability, per layer, of the final top-1 word
+    kl_to_final: np.ndarray | None = None  # float32 [L1, mask]: KL(final distribution || this row's), nats
 
     @property
     def num_rows(self) -> int:
@@ -88,6 +91,8 @@ class FillMaskResult:
     lens_note: str  # why there is no lens, when there is none
     truncated: bool
     num_input_tokens: int
+    tuned_lens: LogitLens | None = None  # the same rows read through the tuned lens's translators
+    tuned_note: str = ""  # why there is no tuned lens, when there is none
 
     def to_dict(self) -> dict:
         return {"model": self.model, "text": self.text, "tokens": list(self.tokens),
@@ -242,38 +247,75 @@ def top_predictions(loaded: LoadedModel, input_ids: torch.Tensor, mask_logits: t
     return results
 
 
+NO_LENS = ("The layer-by-layer view needs a masked-LM head that reproduces the output of {model} from its last "
+           "hidden state; this one does not, so it is not shown.")
+
+
+def read_lens(loaded: LoadedModel, head: Callable[[torch.Tensor], torch.Tensor], hidden: torch.Tensor,
+              top_k: int) -> LogitLens:
+    """The MLM head on hidden states (L1, M, D) whose last row is the model's output: top-k per row, the
+    probability of the final top-1 word and the KL to the final distribution."""
+    with torch.inference_mode():
+        logits = head(hidden).float()  # (L1, M, V)
+    probs = logits.softmax(-1)
+    values, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)  # (L1, M, k)
+    final = probs[:, torch.arange(hidden.shape[1]), ids[-1, :, 0]]  # (L1, M)
+    words = [[[decode_token(loaded, i).strip() for i in row] for row in layer] for layer in ids.tolist()]
+    return LogitLens(token_ids=ids.numpy(), tokens=words, probs=values.numpy().astype(np.float32),
+                     final_token_probs=final.numpy().astype(np.float32),
+                     kl_to_final=kl_to_final(logits).numpy().astype(np.float32))
+
+
+def mask_hidden_states(output: MaskedForward, masks: list[int]) -> torch.Tensor:
+    """Every layer's hidden state at the masks. (L1, M, D)"""
+    return torch.stack([h[0, masks] for h in output.hidden_states])
+
+
 def logit_lens(loaded: LoadedModel, output: MaskedForward, masks: list[int],
                top_k: int) -> tuple[LogitLens | None, str]:
     """The MLM head on every layer's hidden state at the masks; the last row is the prediction itself."""
     if output.head is None or not output.hidden_states:
-        return None, (f"The layer-by-layer view needs a masked-LM head that reproduces the output of "
-                      f"{type(loaded.model).__name__} from its last hidden state; this one does not, so it is "
-                      "not shown.")
+        return None, NO_LENS.format(model=type(loaded.model).__name__)
+    return read_lens(loaded, output.head, mask_hidden_states(output, masks), top_k), ""
+
+
+def tuned_lens(loaded: LoadedModel, output: MaskedForward, masks: list[int], top_k: int,
+               lens: TunedLens | None = None) -> tuple[LogitLens | None, str]:
+    """The MLM head on every layer's hidden state at the masks after that layer's translator (``lens``, or the
+    shipped one when the model is the one it was trained for); None and why when there is none."""
+    if output.head is None or not output.hidden_states:
+        return None, NO_LENS.format(model=type(loaded.model).__name__)
+    hidden = mask_hidden_states(output, masks)  # (L1, M, D)
+    if lens is None:
+        lens, note = tuned_lens_for(loaded.name, hidden.shape[0] - 1, hidden.shape[-1])
+        if lens is None:
+            return None, note
+    check_lens_fits(lens, hidden)
     with torch.inference_mode():
-        stacked = torch.stack([h[0, masks] for h in output.hidden_states])  # (L1, M, D)
-        lens_logits = output.head(stacked).float()  # (L1, M, V)
-    probs = lens_logits.softmax(-1)
-    values, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)  # (L1, M, k)
-    final = probs[:, torch.arange(len(masks)), ids[-1, :, 0]]  # (L1, M)
-    words = [[[decode_token(loaded, i).strip() for i in row] for row in layer] for layer in ids.tolist()]
-    return LogitLens(token_ids=ids.numpy(), tokens=words, probs=values.numpy().astype(np.float32),
-                     final_token_probs=final.numpy().astype(np.float32)), ""
+        moved = lens(hidden)
+    return read_lens(loaded, output.head, moved, top_k), ""
 
 
-def fill_mask(loaded: LoadedModel, text: str, top_k: int = 5, lens_top_k: int = 5) -> FillMaskResult:
-    """Every mask's top-k, the masks' attention rows and the logit lens, from one forward pass."""
+def fill_mask(loaded: LoadedModel, text: str, top_k: int = 5, lens_top_k: int = 5,
+              lens: TunedLens | None = None) -> FillMaskResult:
+    """Every mask's top-k, the masks' attention rows, the logit lens and the tuned lens (``lens``, or the
+    shipped one for the model it was trained for), from one forward pass."""
     if not 1 <= top_k <= MAX_TOP_K:
         raise VizError(f"top-k must be between 1 and {MAX_TOP_K}, not {top_k}.")
+    if not 1 <= lens_top_k <= MAX_TOP_K:
+        raise VizError(f"The lens's top-k must be between 1 and {MAX_TOP_K}, not {lens_top_k}.")
     encoding, masks, full_length = preprocess(loaded, text)
     output = forward(loaded, model_inputs(loaded, encoding), masks)
     input_ids = encoding["input_ids"][0]
     attention = torch.stack([a[0][:, masks, :] for a in output.attentions])  # (L, H, M, T)
-    lens, note = logit_lens(loaded, output, masks, lens_top_k)
+    logit, note = logit_lens(loaded, output, masks, lens_top_k)
+    tuned, tuned_note = tuned_lens(loaded, output, masks, lens_top_k, lens)
     return FillMaskResult(
         model=loaded.name, text=text,
         tokens=loaded.tokenizer.convert_ids_to_tokens(input_ids.tolist()),
         mask_indices=masks, masks=top_predictions(loaded, input_ids, output.mask_logits, masks, top_k),
-        mask_attention=attention.float().cpu().numpy(), lens=lens, lens_note=note,
+        mask_attention=attention.float().cpu().numpy(), lens=logit, lens_note=note, tuned_lens=tuned,
+        tuned_note=tuned_note,
         truncated=full_length > len(input_ids), num_input_tokens=full_length,
     )
 
