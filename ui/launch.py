@@ -67,6 +67,10 @@ def _warm_up() -> None:
         from vizcore.plot import attention_heatmap
 
         attention_heatmap(np.full((2, 2), 0.5, dtype=np.float32), ["[CLS]", "[SEP]"]).to_json()
+        # altair draws the training curves (Fine-tuning lab, its lesson): its import validates with jsonschema,
+        # which compiles a grammar at import (3.2 s under the suite's load, 9 s for the lessons' first fine-tuning
+        # step on a fresh server): pay it here too.
+        import altair  # noqa: F401
     except Exception as error:  # a warm-up must never stop the server; the page reports real errors
         print(f"warm-up skipped: {error}", file=sys.stderr)
     finally:
