@@ -76,8 +76,10 @@ show_check(f"max |Δ| attention, layer {layer} head {head}", steps.attention_dif
 show_check(f"max |Δ| attention, all {steps.num_heads} heads", steps.all_heads_diff, checks[1])
 show_check(f"max |Δ| layer {layer} output", steps.output_diff, checks[2])
 
-tabs = lazy_tabs(["Input embeddings", "The layer, step by step", "Why √d_k", "Masks", "Word order",
-                  "Feed-forward neurons"], f"{PAGE}.tab",
+# Six tabs fit one line of a 1024 x 768 window's page beside the sidebar with "Neurons" (the feed-forward layer's);
+# "Feed-forward neurons" made the tab list scroll sideways (the laptop sweep).
+tabs = lazy_tabs(["Input embeddings", "The layer, step by step", "Why √d_k", "Masks", "Word order", "Neurons"],
+                 f"{PAGE}.tab",
                  keep={f"{PAGE}.dk": 64, f"{PAGE}.pad_other": "It was tired.", f"{PAGE}.seed": 0, **feedforward.KEEP})
 
 def show_embeddings() -> None:

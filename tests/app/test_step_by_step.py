@@ -44,7 +44,7 @@ def metrics(at) -> dict[str, str]:
 
 def test_only_the_open_tab_runs_and_a_value_set_in_a_tab_survives_a_visit_to_another(app):
     assert [tab.label for tab in app.tabs] == ["Input embeddings", "The layer, step by step", "Why √d_k", "Masks",
-                                               "Word order", "Feed-forward neurons"]
+                                               "Word order", "Neurons"]
     assert len(app.get("plotly_chart")) == 5  # the embeddings' five matrices, not the other tabs' 20 charts
     assert "max |Δ| vs the model's own layer-1 input" in metrics(app)
     open_tab(app, "Why √d_k")
@@ -191,7 +191,7 @@ def test_the_neurons_tab_shows_the_sentence_s_strongest_neurons_and_its_factors(
     finally:
         handle.remove()
     activations = read["a"][0].numpy()  # (T, d_ff)
-    at = open_tab(app, "Feed-forward neurons")
+    at = open_tab(app, "Neurons")
     assert not at.exception, [e.value for e in at.exception]
     strongest = next(f.value for f in at.dataframe if "activation" in f.value.columns)
     words = activations[1:-1]  # without [CLS] and [SEP]

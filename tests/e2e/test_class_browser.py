@@ -57,13 +57,13 @@ def test_five_students_follow_their_teacher_within_2_s_and_the_chart_counts_thei
     worst, worst_from_click, timings = 0.0, 0.0, []
     try:
         teacher = contexts[0].new_page()
-        teacher.goto(f"{app_url}/lessons?teach=1&lesson=attention&step=1")
+        teacher.goto(f"{app_url}/lessons?teach=1&lesson=attention&step=1", timeout=180_000)
         code = teacher.wait_for_selector("[data-room]", timeout=180_000).get_attribute("data-room")
         assert at(teacher) == ("attention", 1)
         opened = time.perf_counter()
         students = [context.new_page() for context in contexts[1:]]
         for page in students:
-            page.goto(f"{app_url}/lessons?room={code}")
+            page.goto(f"{app_url}/lessons?room={code}", timeout=180_000)  # five first loads at once, beside the suite
         joined = wait_all(students, ("attention", 1), time.perf_counter(), 180)
         print(f"teacher's page {opened - start:.0f} s, five students' first pages {max(joined):.0f} s")
         phones = [page for page, size in zip(students, sizes) if size == PHONE]

@@ -83,7 +83,7 @@ VIEWS = {
         ("lens", "Layer by layer"), ("mask-attention", "Attention of the mask"), ("masking", "80/10/10 masking"))],
     "step-by-step": [(name, lazy_tab(label)) for name, label in (
         ("layer", "The layer, step by step"), ("sqrt-dk", "Why √d_k"), ("masks", "Masks"),
-        ("word-order", "Word order"))],
+        ("word-order", "Word order"), ("neurons", "Neurons"))],
 }
 
 

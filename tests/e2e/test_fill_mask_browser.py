@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.e2e.conftest import external_requests, screenshot, wait_until_idle
+from tests.e2e.conftest import external_requests, run_and_wait, screenshot, wait_until_idle
 from tests.support.tiny import build_tiny_mlm
 from vizcore.mlm.weights import DEFAULT_WEIGHTS
 
@@ -55,9 +55,10 @@ def test_predictions_then_lens_and_masking_tabs(app_url, page, model_param):
 
 def test_clicking_a_word_masks_it_and_adds_a_second_chart(app_url, page, model_param):
     open_page(page, app_url, model_param, masked="The cat sat on the [MASK].")
-    page.get_by_role("button", name="cat", exact=True).click()
+    # the run the click starts, waited for as such: on a loaded machine it can start more than a quiet second after
+    # the click, and the page as it was (its charts) passed for the page after it
+    run_and_wait(page, page.get_by_role("button", name="cat", exact=True).click)
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot .barlayer').length >= 2", timeout=60_000)
-    wait_until_idle(page)
     assert page.get_by_label("Sentence with [MASK]").input_value() == "The [MASK] sat on the [MASK]."
     assert page.get_by_text("Fill them one at a time, most confident first").is_visible()
     screenshot(page, "fill-mask-two-masks")
