@@ -32,11 +32,12 @@ room.teach(lesson.id, number, (st.session_state.get(page.KEY_TEXT) or "").strip(
 room.class_bar(lessons)
 sel = selection()
 
-st.session_state[f"{page.PAGE}.picker"] = lesson.id
 chrome = st.sidebar if presenting() else st.container()
 with chrome:
-    st.selectbox("Lesson", list(lessons), key=f"{page.PAGE}.picker", format_func=lambda i: lessons[i].title,
-                 on_change=page.on_lesson_picked)
+    picker = page.picker_key(lesson.id)
+    st.session_state[picker] = lesson.id
+    st.selectbox("Lesson", list(lessons), key=picker, format_func=lambda i: lessons[i].title,
+                 on_change=page.on_lesson_picked, args=(picker,))
     st.text_input("Sentence (the lesson's, or type your own)", key=page.KEY_TEXT)
 text = st.session_state[page.KEY_TEXT].strip() or lesson.sentence
 

@@ -34,7 +34,7 @@ def test_presenter_mode_shows_the_step_alone_with_its_keys_and_the_toggle_remove
     step = LESSONS["attention"].steps[2]
     assert [t.value for t in at.title] == [f"3. {step.title}"]  # the step's title is the heading, nothing above
     assert not any("Your turn" in m.value for m in at.markdown)  # the task is in the speaker notes
-    assert at.sidebar.selectbox(key="lessons.picker").value == "attention"
+    assert at.sidebar.selectbox(key="lessons.picker.attention").value == "attention"
     assert listeners(at) == 1
     presenter = param(at, "presenter")
     assert presenter and len(presenter) >= 12 and param(at, "present") == "1"

@@ -63,7 +63,7 @@ def test_a_class_follows_its_teacher_and_a_student_may_go_on_their_own(new_app):
 
     teacher.button(key="lessons.next").click().run()  # a button
     assert marker(student.run()) == ("attention", 3)
-    teacher.selectbox(key="lessons.picker").set_value("heads").run()  # the picker: another lesson, its sentence
+    teacher.selectbox(key="lessons.picker.attention").set_value("heads").run()  # the picker: another lesson
     assert marker(student.run()) == ("heads", 1)
     teacher.text_input(key="lessons.text").input("The cat sat on the mat.").run()  # a typed sentence
     student.run()

@@ -83,9 +83,16 @@ def go_to(lesson: str, step: int) -> None:
     st.session_state.pop(KEY_CHECKED, None)
 
 
-def on_lesson_picked() -> None:
-    lesson = st.session_state[f"{PAGE}.picker"]
-    go_to(lesson, 1)
+def picker_key(lesson: str) -> str:
+    """The lesson picker's key names the lesson it was drawn on. A browser that sends its picker's value from before
+    the last move (seen with the presenter's keys: the folded sidebar's picker still said the lesson before, and its
+    "change" ran before the key's move, so Page Down from masks 1 opened heads 2) sends it for a picker no longer on
+    the page: Streamlit runs no callback for a widget the last run did not draw."""
+    return f"{PAGE}.picker.{lesson}"
+
+
+def on_lesson_picked(key: str) -> None:
+    go_to(st.session_state[key], 1)
 
 
 def settle(lessons: Mapping[str, Lesson]) -> tuple[Lesson, int]:
