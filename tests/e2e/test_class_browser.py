@@ -34,8 +34,22 @@ STEP_FITS = """() => {
 }"""
 
 
+# A student's step as drawn: its marker and every chart of the step drawn, whatever the app's run state. A student's
+# page reruns its follow fragment every second, and on a loaded machine those runs came back to back: the app was
+# "running" at every poll for 60 s and the presenter's DRAWN (which waits for "notRunning") never saw the step that
+# was on screen (a clean clone: two students "None" after the third move).
+STUDENT_DRAWN = """() => {
+  const step = document.querySelector('.st-key-lessons-step');
+  if (!step || step.querySelector('[data-testid=stSkeleton]')
+      || [...step.querySelectorAll('[data-testid=stPlotlyChart]')].some(c => !c.querySelector('.main-svg')))
+    return null;
+  const marker = step.querySelector('.lesson-step');
+  return marker ? [marker.dataset.lesson, Number(marker.dataset.step)] : null;
+}"""
+
+
 def marker(page) -> tuple[str, int] | None:
-    found = page.evaluate(DRAWN)
+    found = page.evaluate(STUDENT_DRAWN)
     return None if found is None else tuple(found)
 
 

@@ -139,6 +139,9 @@ def test_stop_leaves_no_process(tmp_path):
     supervisor = Supervisor(2, port, tmp_path, _fake, find_nginx(), say=lambda text: None)
     supervisor.start()
     _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
+    # nginx's master forks its worker after it starts: ready replicas do not mean it has (a loaded clean clone
+    # counted the master alone)
+    _wait(lambda: bool(descendants(supervisor.nginx.pid)))
     # what the supervisor started and what they started (not this process's other children: in make test's one
     # session a browser test may have left its browser and server running in this process)
     started = [supervisor.nginx.pid] + [replica.process.pid for replica in supervisor.replicas]
