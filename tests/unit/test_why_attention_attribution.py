@@ -153,3 +153,15 @@ def test_a_classifier_s_class_is_complete_per_layer_against_a_hand_hooked_zero_a
         delta = result.f_input - probability(zero_attention(layer))
         assert abs(result.layer_sums[layer] - delta) <= 0.01 * abs(delta), layer
     assert all(edge.query == 0 for edge in result.tree() if edge.layer == len(result.f_zero) - 1)
+
+
+def test_a_typed_answer_on_a_freshly_loaded_model_is_attributed(tiny_mlm_dir, loaded):
+    """A typed answer skips the model's own prediction, so the MLM head's one-time check (is the head
+    separable?) first ran inside the attribution's attention edit, which gave the check's 5-token input the
+    sentence's scaled 9-token weights: "Expected size ... [48, 9] but got [48, 5]" on the Why? page."""
+    answer = "france"  # a word of the tiny vocabulary (its own top prediction is an [unused] token)
+    fresh = load_model(str(tiny_mlm_dir("bert")), device="cpu", head="mlm")  # its head not checked yet
+    result = attention_attribution(fresh, TEXT, answer=answer, steps=2, layers=[0])
+    again = attention_attribution(loaded, TEXT, answer=answer, steps=2, layers=[0])
+    assert result.answer == answer
+    np.testing.assert_allclose(result.attributions, again.attributions, rtol=1e-5, atol=1e-9)

@@ -19,6 +19,7 @@ mask token (``[MASK]`` for BERT, ``<mask>`` for RoBERTa).
 from __future__ import annotations
 
 import re
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -175,16 +176,38 @@ def separable_head(loaded: LoadedModel) -> Callable[[torch.Tensor], torch.Tensor
     done at the masks only, and the head can read every layer (the logit lens)."""
     model = loaded.model
     if model not in _HEAD_CHECKED:
-        head, base = mlm_head(model), getattr(model, "base_model", None)
-        agrees = False
-        if head is not None and base is not None and base is not model:
+        _HEAD_CHECKED[model] = _head_agrees(loaded)
+    return mlm_head(model) if _HEAD_CHECKED[model] else None
+
+
+def _head_agrees(loaded: LoadedModel) -> bool:
+    """The check's own forward passes run in a thread of their own: the first call may come from inside a
+    caller's attention edit, open sink or hooks (all of which act in their thread only), which must not
+    change the check's short input (attention attribution's scaled weights met it with 5 tokens where they
+    had 9, on a freshly loaded model)."""
+    model = loaded.model
+    head, base = mlm_head(model), getattr(model, "base_model", None)
+    if head is None or base is None or base is model:
+        return False
+    agrees: list[bool] = []
+    failed: list[BaseException] = []
+
+    def check() -> None:
+        try:
             inputs = model_inputs(loaded, loaded.tokenizer("a b c", return_tensors="pt"))
             with torch.inference_mode():
                 full = model(**inputs).logits[0]
                 split = head(base(**inputs).last_hidden_state[0])
-            agrees = full.shape == split.shape and torch.allclose(full, split, atol=1e-4, rtol=1e-4)
-        _HEAD_CHECKED[model] = agrees
-    return mlm_head(model) if _HEAD_CHECKED[model] else None
+            agrees.append(full.shape == split.shape and torch.allclose(full, split, atol=1e-4, rtol=1e-4))
+        except BaseException as error:  # raised again in the caller's thread
+            failed.append(error)
+
+    thread = threading.Thread(target=check, name="vizcore-head-check")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return agrees[0]
 
 
 def logits_at(loaded: LoadedModel, inputs: dict[str, torch.Tensor], rows: torch.Tensor, cols: torch.Tensor,
