@@ -78,6 +78,10 @@ def test_lens_curves_show_each_lens_per_layer_told_apart_by_more_than_colour():
     final = lens_final_word_curves(lenses, 0, "paris", "t")
     np.testing.assert_allclose(final.data[1].y, [0.1, 0.5, 0.9], rtol=1e-6)
     assert final.layout.yaxis.title.text == "p(paris)"
+    assert final.layout.yaxis.range == (0, 1.05)  # the largest value is 90 %: the whole scale
+    faint = {"logit lens": small_lens([0.001, 0.01, 0.04], [4.0, 2.0, 0.0], "the")}
+    low = lens_final_word_curves(faint, 0, "paris", "t").layout.yaxis  # at most 4 %: the axis ends at 5 %
+    assert low.range == pytest.approx((0, 0.05)) and low.tickformat == ".1%"
     table = lens_comparison_table(lenses, 0)
     assert len(table) == 6 and table.iloc[3].tolist()[:3] == ["tuned lens", "embeddings", "city"]
     assert table["KL to final (nats)"].tolist() == pytest.approx([4.0, 2.0, 0.0, 1.5, 0.5, 0.0])

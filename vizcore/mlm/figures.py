@@ -56,6 +56,12 @@ def percent_axis_format(top: float) -> str:
     return ".0%" if top >= 0.05 else ".1%" if top >= 0.005 else ".2%"
 
 
+def probability_axis(top: float, ceiling: float = 1.05) -> dict:
+    """A probability axis that ends a quarter above the largest value ``top`` (at most ``ceiling``): a word at 4 %
+    on an axis to 100 % is a flat line on a projector. The ticks say where the axis ends."""
+    return {"range": [0, min(ceiling, top * 1.25) or ceiling], "tickformat": percent_axis_format(top)}
+
+
 def compact_layout(fig: go.Figure, title: str, height: int, top: int = 70) -> go.Figure:
     return set_layout(fig, {**base_layout_dict(title, height), "margin": {"l": 10, "r": 10, "t": top, "b": 10}})
 
@@ -80,8 +86,7 @@ def prediction_bars(predictions: list[Prediction], title: str) -> go.Figure:
         hovertemplate="%{customdata[0]}<br>probability %{x:.4f}<br>token id %{customdata[1]}<extra></extra>",
     ))
     top = float(table["probability"].max()) if len(table) else 1.0
-    fig.update_xaxes(title="probability", range=[0, min(1.0, top * 1.25) or 1.0],
-                     tickformat=percent_axis_format(top), tickfont={"size": TICK_FONT_SIZE})
+    fig.update_xaxes(title="probability", **probability_axis(top, 1.0), tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(tickmode="array", tickvals=positions, ticktext=[plain(w) for w in table["word"]],
                      autorange="reversed", tickfont={"size": FONT_SIZE})
     return compact_layout(fig, title, height=int(np.clip(42 * len(table) + 110, 240, 900)))
@@ -140,7 +145,8 @@ def final_word_curve(lens: LogitLens, mask: int, word: str, title: str) -> go.Fi
     ))
     fig.update_xaxes(tickmode="array", tickvals=list(range(lens.num_rows)), ticktext=labels,
                      tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(title=f"p({word})", range=[0, 1.1], tickformat=".0%", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_yaxes(title=f"p({word})", **probability_axis(float(values.max(initial=0.0)), 1.1),
+                     tickfont={"size": TICK_FONT_SIZE})
     return compact_layout(fig, title, height=340)
 
 
@@ -176,8 +182,9 @@ def _curves(series: dict[str, list[float]], labels: list[str], title: str, y_tit
             marker={"size": 10, "symbol": symbol, "color": colour}, customdata=np.stack([labels, shown], axis=1),
             hovertemplate=f"{name}, %{{customdata[0]}}: %{{customdata[1]}}<extra></extra>"))
     fig.update_xaxes(tickmode="array", tickvals=x, ticktext=labels, tickfont={"size": TICK_FONT_SIZE})
+    top = max((max(values, default=0.0) for values in series.values()), default=0.0)
     fig.update_yaxes(title=y_title, tickfont={"size": TICK_FONT_SIZE}, rangemode="tozero",
-                     **({"tickformat": ".0%", "range": [0, 1.05]} if percent_axis else {}))
+                     **(probability_axis(top) if percent_axis else {}))
     fig = compact_layout(fig, title, height=height)
     fig.update_layout(legend={"orientation": "h", "y": -0.18, "x": 0})
     return fig
