@@ -173,10 +173,8 @@ def test_each_plotly_figure_is_a_div_with_a_text_alternative(made):
     assert all(c.endswith("Its numbers are in the tables under “The numbers behind the figures”.")
                for c in page.figcaptions)
     assert page.figcaptions[0].startswith("Query 10: it against every key, layer 2, head 3")
-
     tables = [attrs for tag, attrs in page.tags if tag == "table"]
     assert len(tables) == 3 + 1 + 1  # each series a table: scores, weights, contributions; heads; row
-
 
 
 def test_the_figures_axes_make_room_for_their_labels_whatever_the_template(tiny, tmp_path, monkeypatch):
@@ -188,6 +186,7 @@ def test_the_figures_axes_make_room_for_their_labels_whatever_the_template(tiny,
     monkeypatch.setattr(pio.templates, "default", "none")
     result = build_handout(load_lesson(write(tmp_path, STEPS)), tiny, TEXT, base=BASE, model="m", today=DAY)
     assert result.html.count('"automargin":true') == 2 * PLOTLY_FIGURES
+
 
 def test_an_altair_chart_is_an_svg_image_drawn_offline_and_no_plotly_js_is_written_without_plotly(tmp_path, tiny):
     """The lessons' altair chart (the tiny Transformer's accuracy curve), as the step kind draws it."""
