@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -32,8 +31,8 @@ from pathlib import Path
 
 from bench.report import markdown_table, write_section
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, LAPTOP
-from tests.e2e.test_class_browser import OPTIONS, wait_all
-from tests.e2e.test_presenter_browser import DRAWN, at
+from tests.e2e.test_presenter_browser import at
+from tests.support.class_follow import answer, choices, move, wait_all, wait_counted
 from tests.support.streamlit_ws import COOKIE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,32 +102,19 @@ def main() -> None:
                     problems.append(f"replicas: teacher {replica_of(teacher_context, base)}, students {where}")
                 time.sleep(1)
                 for expected in MOVES:
-                    clicked = time.perf_counter()
-                    teacher.locator(".st-key-lessons-next button").click()
-                    teacher.wait_for_function(f"e => JSON.stringify(({DRAWN})()) === JSON.stringify(e)",
-                                              arg=list(expected), timeout=120_000)
-                    moved = time.perf_counter()
-                    took = wait_all(students, expected, moved, timeout_s=60)
+                    teacher_s, took = move(teacher, students, expected, timeout_s=60)
                     timings.append(took)
-                    rows.append([f"{expected[0]} step {expected[1]}", f"{moved - clicked:.2f}",
-                                 *(f"{t:.2f}" for t in took)])
+                    rows.append([f"{expected[0]} step {expected[1]}", f"{teacher_s:.2f}", *(f"{t:.2f}" for t in took)])
                     if max(took) > FOLLOW_S:
                         problems.append(f"step {expected}: a student followed after {max(took):.2f} s")
                 others = [page for page, replica in zip(students, students_at) if replica == students_at[0]][:3]
-                choices = [label.inner_text().strip() for label in others[0].locator(OPTIONS).all()]
-                given = [choices[i % len(choices)] for i in range(len(others))]
-                for page, choice in zip(others, given):
-                    page.locator(OPTIONS).filter(has_text=re.compile(f"^{re.escape(choice)}$")).click()
-                    page.get_by_role("button", name="Check").click()
-                    page.get_by_text("went to your teacher").wait_for(timeout=60_000)
-                counted = ", ".join(f"{choice} {given.count(choice)}" for choice in choices)
+                shown = choices(others[0])
+                given = [shown[i % len(shown)] for i in range(len(others))]
+                answer(others, given, timeout_s=60)
                 try:
-                    teacher.wait_for_function(
-                        "text => document.querySelector('.st-key-lessons-class-answers')?.innerText.trim() === text",
-                        arg=f"Answers: {counted}", timeout=10_000)
-                except Exception:  # noqa: BLE001 - reported below with what the chart said
-                    said = teacher.locator(".st-key-lessons-class-answers").inner_text()
-                    problems.append(f"the teacher's chart says '{said.strip()}', not 'Answers: {counted}'")
+                    wait_counted(teacher, shown, given)
+                except AssertionError as error:
+                    problems.append(str(error))
                 browser.close()
         finally:
             supervisor.terminate()

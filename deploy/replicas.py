@@ -162,27 +162,34 @@ def _healthy(url: str, timeout: float) -> bool:
         return False
 
 
-@dataclass
-class Replica:
-    name: str
+@dataclass(kw_only=True)
+class Watched:
+    """A child process the supervisor health-checks and restarts: a replica or the rooms' store."""
+
     port: int
     process: subprocess.Popen | None = None
-    started: float = 0.0
-    misses: int = 0
-    ready: bool = False
+    misses: int = 0  # health polls in a row without an answer
     restarts: int = 0
+
+    @property
+    def ended(self) -> bool:
+        """Not started, or its process has exited."""
+        return self.process is None or self.process.poll() is not None
+
+
+@dataclass(kw_only=True)
+class Replica(Watched):
+    name: str
+    started: float = 0.0
+    ready: bool = False
     log: Path | None = field(default=None, repr=False)
 
 
-@dataclass
-class Store:
+@dataclass(kw_only=True)
+class Store(Watched):
     """The rooms' redis-server: one for all replicas."""
 
     binary: str
-    port: int
-    process: subprocess.Popen | None = None
-    misses: int = 0
-    restarts: int = 0
 
     @property
     def url(self) -> str:
@@ -198,12 +205,12 @@ class Supervisor:
                  say: Callable[[str], None] = print, timing: Timing = Timing(), redis: str | None = None):
         if replicas < 1:
             raise SystemExit("--replicas must be 1 or more")
-        self.replicas = [Replica(f"r{i}", port + i) for i in range(1, replicas + 1)]
+        self.replicas = [Replica(name=f"r{i}", port=port + i) for i in range(1, replicas + 1)]
         self.port, self.run_dir, self.command, self.nginx_bin = port, run_dir, command, nginx
         self.listen, self.host, self.say = f"{listen_host}:{port}", host, say
         self.env = dict(os.environ if env is None else env)
         self.timing = timing
-        self.store = Store(redis, port + replicas + 1) if redis else None
+        self.store = Store(binary=redis, port=port + replicas + 1) if redis else None
         if self.store:
             self.env[ROOMS_ENV] = self.store.url
         self.nginx: subprocess.Popen | None = None
@@ -256,7 +263,7 @@ class Supervisor:
     def _check_store(self) -> bool:
         """Restart the rooms' store if it ended or stopped answering; True when it was restarted."""
         store = self.store
-        ended = store.process.poll() is not None
+        ended = store.ended
         if not ended and redis_answers(store.port, timeout=self.timing.timeout):
             store.misses = 0
             return False
@@ -309,7 +316,7 @@ class Supervisor:
         changed = self._check_store() if self.store else False
         for replica in self.replicas:
             url = f"http://{self.host}:{replica.port}"
-            ended = replica.process is None or replica.process.poll() is not None
+            ended = replica.ended
             if not ended and _healthy(url, self.timing.timeout):
                 changed |= not replica.ready
                 replica.ready, replica.misses = True, 0

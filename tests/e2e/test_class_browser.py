@@ -10,18 +10,17 @@ question and the teacher's chart counts them (its text alternative, read here, a
 
 from __future__ import annotations
 
-import re
 import time
 
 from tests.e2e.conftest import LAPTOP, screenshot
-from tests.e2e.test_presenter_browser import DRAWN, at
+from tests.e2e.test_presenter_browser import at
+from tests.support.class_follow import answer, choices, move, wait_all, wait_counted
 from vizcore.lessons.lesson import load_lessons
 
 PHONE = {"width": 390, "height": 844}
 FOLLOW_TIMEOUT_S = 60  # following at all; how fast is bench/class_replicas.py's (goal 2 s, issue 34 C)
 LESSON = next(lesson for lesson in load_lessons() if lesson.id == "attention")
 MOVES = [("attention", 2), ("attention", 3), ("attention", 4)]  # Next, Next, Next from step 1
-OPTIONS = '[data-testid="stRadio"] [role=radiogroup] label'  # the question's choices (not its own label)
 NO_SIDEWAYS_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 # The step's claim, its view and its question, each on screen, none wider than the window.
 STEP_FITS = """() => {
@@ -32,38 +31,6 @@ STEP_FITS = """() => {
   return parts.map(el => el !== null && el.getBoundingClientRect().width > 0
                          && el.getBoundingClientRect().right <= window.innerWidth + 1);
 }"""
-
-
-# A student's step as drawn: its marker and every chart of the step drawn, whatever the app's run state. A student's
-# page reruns its follow fragment every second, and on a loaded machine those runs came back to back: the app was
-# "running" at every poll for 60 s and the presenter's DRAWN (which waits for "notRunning") never saw the step that
-# was on screen (a clean clone: two students "None" after the third move).
-STUDENT_DRAWN = """() => {
-  const step = document.querySelector('.st-key-lessons-step');
-  if (!step || step.querySelector('[data-testid=stSkeleton]')
-      || [...step.querySelectorAll('[data-testid=stPlotlyChart]')].some(c => !c.querySelector('.main-svg')))
-    return null;
-  const marker = step.querySelector('.lesson-step');
-  return marker ? [marker.dataset.lesson, Number(marker.dataset.step)] : null;
-}"""
-
-
-def marker(page) -> tuple[str, int] | None:
-    found = page.evaluate(STUDENT_DRAWN)
-    return None if found is None else tuple(found)
-
-
-def wait_all(students: list, expected: tuple[str, int], since: float, timeout_s: float) -> list[float]:
-    """Poll every student's drawn step until each shows ``expected``; the seconds each took from ``since``."""
-    took: dict[int, float] = {}
-    deadline = time.perf_counter() + timeout_s
-    while len(took) < len(students) and time.perf_counter() < deadline:
-        for i, page in enumerate(students):
-            if i not in took and marker(page) == expected:
-                took[i] = time.perf_counter() - since
-        time.sleep(0.05)
-    assert len(took) == len(students), (expected, {i: marker(p) for i, p in enumerate(students) if i not in took})
-    return [took[i] for i in range(len(students))]
 
 
 def test_five_students_follow_their_teacher_and_the_chart_counts_their_answers(browser, app_url):
@@ -86,31 +53,20 @@ def test_five_students_follow_their_teacher_and_the_chart_counts_their_answers(b
         time.sleep(1)  # the browsers' last layout of their first page (plotly's) out of the way of the first move
 
         for expected in MOVES:
-            clicked = time.perf_counter()
-            teacher.locator(".st-key-lessons-next button").click()
-            teacher.wait_for_function(f"expected => JSON.stringify(({DRAWN})()) === JSON.stringify(expected)",
-                                      arg=list(expected), timeout=120_000)
-            moved = time.perf_counter()
-            took = wait_all(students, expected, moved, timeout_s=FOLLOW_TIMEOUT_S)
+            teacher_s, took = move(teacher, students, expected, timeout_s=FOLLOW_TIMEOUT_S)
             worst = max(worst, *took)
-            worst_from_click = max(worst_from_click, *(t + moved - clicked for t in took))
-            timings.append((expected, round(moved - clicked, 2), [round(t, 2) for t in took]))
+            worst_from_click = max(worst_from_click, *(t + teacher_s for t in took))
+            timings.append((expected, round(teacher_s, 2), [round(t, 2) for t in took]))
             for phone in phones:
                 assert phone.evaluate(NO_SIDEWAYS_SCROLL), (expected, phone.evaluate(
                     "[document.documentElement.scrollWidth, window.innerWidth]"))
                 assert phone.evaluate(STEP_FITS) == [True, True, True], expected
         screenshot(phones[0], "class-student-phone")
 
-        choices = [label.inner_text().strip() for label in students[0].locator(OPTIONS).all()]
-        given = [choices[0], choices[-1]]
-        for page, choice in zip([students[0], phones[0]], given):
-            page.locator(OPTIONS).filter(has_text=re.compile(f"^{re.escape(choice)}$")).click()
-            page.get_by_role("button", name="Check").click()
-            page.get_by_text("went to your teacher").wait_for(timeout=30_000)
-        counted = ", ".join(f"{choice} {given.count(choice)}" for choice in choices)
-        teacher.wait_for_function(
-            "text => document.querySelector('.st-key-lessons-class-answers')?.innerText.trim() === text",
-            arg=f"Answers: {counted}", timeout=10_000)
+        shown = choices(students[0])
+        given = [shown[0], shown[-1]]
+        answer([students[0], phones[0]], given, timeout_s=30)
+        wait_counted(teacher, shown, given)
         assert teacher.get_by_text(f"{len(given)} students answered").count() == 1
         screenshot(teacher, "class-teacher")
         assert all(page.locator('[data-testid="stException"]').count() == 0 for page in [teacher, *students])

@@ -15,9 +15,14 @@ from PIL import Image
 from tests.e2e.conftest import LAPTOP, screenshot, wait_until_idle
 
 MOST_TABS = 60  # from the top of a page to any control a main task needs (the sidebar's 20 stops included)
+# The focused control's name: its label, else its text without Material icons' ligature names (an expander's
+# "keyboard_arrow_right", a button's "download": read aloud as nothing, shown as a glyph).
 FOCUSED_NAME = """() => { const e = document.activeElement; if (!e || e === document.body) return '';
-  return (e.getAttribute('aria-label') || (e.labels && e.labels[0] && e.labels[0].innerText) || e.innerText || '')
-    .trim(); }"""
+  const label = e.getAttribute('aria-label') || (e.labels && e.labels[0] && e.labels[0].innerText);
+  if (label) return label.trim();
+  const text = e.cloneNode(true);
+  text.querySelectorAll('[data-testid=stIconMaterial]').forEach(icon => icon.remove());
+  return text.textContent.trim(); }"""
 FOCUSED_BOX = "() => { const r = document.activeElement.getBoundingClientRect(); return [r.x, r.y, r.width, r.height] }"
 
 
@@ -45,17 +50,18 @@ def focus_ring(page) -> tuple[int, int]:
     return int((ratio >= 3).sum()), int(2 * (width + height))
 
 
-def tab_to(page, name: str) -> int:
-    """Press Tab until the control named ``name`` has the focus, check that its focus shows, and return the presses."""
+def tab_to(page, name: str, key: str = "Tab") -> int:
+    """Press Tab (or ``key``: Shift+Tab goes back) until the control named ``name`` has the focus, check that its
+    focus shows, and return the presses."""
     seen = []
     for presses in range(1, MOST_TABS + 1):
-        page.keyboard.press("Tab")
+        page.keyboard.press(key)
         seen.append(page.evaluate(FOCUSED_NAME)[:30])
         if seen[-1].startswith(name):
             changed, perimeter = focus_ring(page)
             assert changed >= perimeter, f"{name}: the focus changes {changed} px at 3:1, less than its {perimeter}"
             return presses
-    raise AssertionError(f"{name!r} not reached in {MOST_TABS} presses of Tab; on the way: {seen}")
+    raise AssertionError(f"{name!r} not reached in {MOST_TABS} presses of {key}; on the way: {seen}")
 
 
 def open_page(page, app_url: str, path: str) -> None:

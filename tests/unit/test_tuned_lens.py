@@ -15,6 +15,7 @@ from tools.training_loop import RESUME, read_curve, train
 from tools.tuned_lens_training import LensRecipe, TrainConfig, measure
 from vizcore.cli import main
 from vizcore.errors import VizError
+from vizcore.mlm import fill_mask as fm
 from vizcore.mlm import tuned_lens as tl
 from vizcore.mlm.fill_mask import fill_mask
 from vizcore.mlm.tuned_lens import LensTally, TunedLens, load_tuned_lens, save_tuned_lens, tuned_lens_for
@@ -192,6 +193,25 @@ def test_only_the_offline_masked_lm_has_a_tuned_lens_and_the_page_is_told_why(ti
     result = fill_mask(tiny[0], TEXT)
     assert result.lens is not None and result.tuned_lens is None
     assert f"trained for one model only, the offline masked-LM `{MLM_MODEL}`" in result.tuned_note
+
+
+def test_without_lenses_the_predictions_and_attention_are_the_same_and_no_lens_is_read(tiny, monkeypatch):
+    """``lenses=False``, for a caller that draws no layer-by-layer view (the lessons' fill-mask step, the CLI's
+    fill-mask): the same words, scores and attention rows, and the MLM head is not read at any layer."""
+    loaded = tiny[0]
+    full = fill_mask(loaded, TEXT, top_k=7, lens=random_lens())
+    assert full.lens is not None and full.tuned_lens is not None
+
+    def read_lens(*args, **kwargs):
+        raise AssertionError("a lens was read")
+
+    monkeypatch.setattr(fm, "read_lens", read_lens)
+    skipped = fill_mask(loaded, TEXT, top_k=7, lens=random_lens(), lenses=False)
+    assert [len(m.predictions) for m in skipped.masks] == [7, 7]
+    assert skipped.masks == full.masks and skipped.tokens == full.tokens
+    np.testing.assert_array_equal(skipped.mask_attention, full.mask_attention)
+    assert skipped.lens is None and skipped.tuned_lens is None
+    assert skipped.lens_note == skipped.tuned_note == fm.NOT_ASKED
 
 
 def test_the_shipped_lens_belongs_to_the_masked_lm_weights_it_was_trained_on(tmp_path, monkeypatch):

@@ -328,15 +328,19 @@ def class_bar(lessons: Mapping[str, Lesson]) -> None:
     one (with the message of a code that could not be followed)."""
     state = st.session_state
     st.html(CLASS_CSS)
+    # The messages go in a container that is always there: one put before the box only when there is a message
+    # moved the box down the page's element tree, so Streamlit drew a new box and a student who had typed a wrong
+    # code and pressed Enter lost the focus (to the page's top) with the message.
+    notes = st.container()
     ended = state.pop(KEY_ENDED, None)
     if ended:
-        st.success(f"The class {ended} has ended: its code no longer works.")
+        notes.success(f"The class {ended} has ended: its code no longer works.")
     if teaching():
         teacher_panel()
         return
     problem = state.pop(KEY_PROBLEM, None)
     if problem:
-        st.error(problem)
+        notes.error(problem)
     code = following()
     if code:
         _watch(code, {lesson_id: lesson.title for lesson_id, lesson in lessons.items()})

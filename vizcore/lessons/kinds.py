@@ -355,7 +355,7 @@ def fill(source: Source, text: str, params: Mapping) -> View:
     from vizcore.mlm.fill_mask import fill_mask
     from vizcore.model.catalog import MLM_MODEL
 
-    result = fill_mask(source.model("mlm", MLM_MODEL), text, top_k=int(params["top_k"]))
+    result = fill_mask(source.model("mlm", MLM_MODEL), text, top_k=int(params["top_k"]), lenses=False)
     predictions = result.masks[0].predictions
     labels = _unique([p.token for p in predictions])
     return View(figures=[prediction_bars(predictions, "The masked-LM's guesses for the first [MASK]")],

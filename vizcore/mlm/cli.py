@@ -42,7 +42,7 @@ def _fill_mask(args: argparse.Namespace) -> dict:
     loaded = load_masked_lm(args, args.text)  # checks the text before importing torch
     from vizcore.mlm.fill_mask import fill_iteratively, fill_mask
 
-    result = fill_mask(loaded, args.text, top_k=args.top_k)
+    result = fill_mask(loaded, args.text, top_k=args.top_k, lenses=False)  # its JSON has no lens
     payload = {**result.to_dict(), "device": str(loaded.device)}
     if args.iterative:
         payload["iterative"] = [

@@ -270,6 +270,7 @@ def top_predictions(loaded: LoadedModel, input_ids: torch.Tensor, mask_logits: t
     return results
 
 
+NOT_ASKED = "The layer-by-layer view was not asked for (fill_mask with lenses=False)."
 NO_LENS = ("The layer-by-layer view needs a masked-LM head that reproduces the output of {model} from its last "
            "hidden state; this one does not, so it is not shown.")
 
@@ -320,9 +321,11 @@ def tuned_lens(loaded: LoadedModel, output: MaskedForward, masks: list[int], top
 
 
 def fill_mask(loaded: LoadedModel, text: str, top_k: int = 5, lens_top_k: int = 5,
-              lens: TunedLens | None = None) -> FillMaskResult:
+              lens: TunedLens | None = None, lenses: bool = True) -> FillMaskResult:
     """Every mask's top-k, the masks' attention rows, the logit lens and the tuned lens (``lens``, or the
-    shipped one for the model it was trained for), from one forward pass."""
+    shipped one for the model it was trained for), from one forward pass. ``lenses=False``: neither lens (both
+    None, with ``NOT_ASKED`` as the note), for a caller that does not draw the layer-by-layer view; the lenses read
+    the MLM head at every layer, more than the rest of the work on a short sentence."""
     if not 1 <= top_k <= MAX_TOP_K:
         raise VizError(f"top-k must be between 1 and {MAX_TOP_K}, not {top_k}.")
     if not 1 <= lens_top_k <= MAX_TOP_K:
@@ -331,8 +334,11 @@ def fill_mask(loaded: LoadedModel, text: str, top_k: int = 5, lens_top_k: int = 
     output = forward(loaded, model_inputs(loaded, encoding), masks)
     input_ids = encoding["input_ids"][0]
     attention = torch.stack([a[0][:, masks, :] for a in output.attentions])  # (L, H, M, T)
-    logit, note = logit_lens(loaded, output, masks, lens_top_k)
-    tuned, tuned_note = tuned_lens(loaded, output, masks, lens_top_k, lens)
+    if lenses:
+        logit, note = logit_lens(loaded, output, masks, lens_top_k)
+        tuned, tuned_note = tuned_lens(loaded, output, masks, lens_top_k, lens)
+    else:
+        logit, note, tuned, tuned_note = None, NOT_ASKED, None, NOT_ASKED
     return FillMaskResult(
         model=loaded.name, text=text,
         tokens=loaded.tokenizer.convert_ids_to_tokens(input_ids.tolist()),

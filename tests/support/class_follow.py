@@ -1,0 +1,84 @@
+"""A class in real browsers (issue 34 C), the one copy of what the browser test of a class
+(tests/e2e/test_class_browser.py) and its bench (bench/class_replicas.py) both do: the teacher moves with the page's
+Next and every student's drawn step is polled until it is the teacher's; students answer the step's question and the
+teacher's chart must count them. Playwright pages in, seconds out; what the times must be is the caller's."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from tests.e2e.test_presenter_browser import DRAWN
+
+OPTIONS = '[data-testid="stRadio"] [role=radiogroup] label'  # the question's choices (not its own label)
+CLASS_ANSWERS = ".st-key-lessons-class-answers"  # the text alternative of the teacher's chart of the answers
+
+# A student's step as drawn: its marker and every chart of the step drawn, whatever the app's run state. A student's
+# page reruns its follow fragment every second, and on a loaded machine those runs came back to back: the app was
+# "running" at every poll for 60 s and the presenter's DRAWN (which waits for "notRunning") never saw the step that
+# was on screen (a clean clone: two students "None" after the third move).
+STUDENT_DRAWN = """() => {
+  const step = document.querySelector('.st-key-lessons-step');
+  if (!step || step.querySelector('[data-testid=stSkeleton]')
+      || [...step.querySelectorAll('[data-testid=stPlotlyChart]')].some(c => !c.querySelector('.main-svg')))
+    return null;
+  const marker = step.querySelector('.lesson-step');
+  return marker ? [marker.dataset.lesson, Number(marker.dataset.step)] : null;
+}"""
+
+
+def marker(page) -> tuple[str, int] | None:
+    """A student's drawn step (lesson id, 1-based step), None while it is being drawn."""
+    found = page.evaluate(STUDENT_DRAWN)
+    return None if found is None else tuple(found)
+
+
+def wait_all(students: list, expected: tuple[str, int], since: float, timeout_s: float) -> list[float]:
+    """Poll every student's drawn step until each shows ``expected``; the seconds each took from ``since``."""
+    took: dict[int, float] = {}
+    deadline = time.perf_counter() + timeout_s
+    while len(took) < len(students) and time.perf_counter() < deadline:
+        for i, page in enumerate(students):
+            if i not in took and marker(page) == expected:
+                took[i] = time.perf_counter() - since
+        time.sleep(0.05)
+    assert len(took) == len(students), (expected, {i: marker(p) for i, p in enumerate(students) if i not in took})
+    return [took[i] for i in range(len(students))]
+
+
+def move(teacher, students: list, expected: tuple[str, int], timeout_s: float) -> tuple[float, list[float]]:
+    """The teacher clicks Next: (seconds from the click until the teacher's step ``expected`` was drawn, the seconds
+    from then until each student's page had drawn it)."""
+    clicked = time.perf_counter()
+    teacher.locator(".st-key-lessons-next button").click()
+    teacher.wait_for_function(f"expected => JSON.stringify(({DRAWN})()) === JSON.stringify(expected)",
+                              arg=list(expected), timeout=120_000)
+    moved = time.perf_counter()
+    return moved - clicked, wait_all(students, expected, moved, timeout_s)
+
+
+def choices(page) -> list[str]:
+    """The step's question's choices, as the page shows them."""
+    return [label.inner_text().strip() for label in page.locator(OPTIONS).all()]
+
+
+def answer(pages: list, given: list[str], timeout_s: float) -> None:
+    """Each page checks its answer in ``given`` and waits until the page says it went to the teacher."""
+    for page, choice in zip(pages, given):
+        page.locator(OPTIONS).filter(has_text=re.compile(f"^{re.escape(choice)}$")).click()
+        page.get_by_role("button", name="Check").click()
+        page.get_by_text("went to your teacher").wait_for(timeout=timeout_s * 1000)
+
+
+def wait_counted(teacher, shown: list[str], given: list[str], timeout_s: float = 10) -> None:
+    """Wait until the teacher's chart counts the answers ``given`` for each of the choices ``shown``; an
+    AssertionError with what the chart said if it does not within ``timeout_s``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    expected = "Answers: " + ", ".join(f"{choice} {given.count(choice)}" for choice in shown)
+    try:
+        teacher.wait_for_function(f"text => document.querySelector('{CLASS_ANSWERS}')?.innerText.trim() === text",
+                                  arg=expected, timeout=timeout_s * 1000)
+    except PlaywrightTimeout as error:
+        said = teacher.locator(CLASS_ANSWERS).inner_text().strip()
+        raise AssertionError(f"the teacher's chart says '{said}', not '{expected}'") from error
