@@ -292,13 +292,24 @@ def _axe_source() -> str:
     return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf-8")
 
 
-def axe_violations(page) -> list[str]:
-    """One line per rule axe-core finds broken: its id, impact, help, and its first element with the reason."""
+# Only the violations come back to Python: axe's whole result (every passing rule with every element it passed, as
+# HTML) was 0.25-0.8 MB a page, serialised by the page and sent over the DevTools protocol at each of the sweeps'
+# axe runs; ``resultTypes`` keeps axe from collecting the passing elements at all (the rules run the same).
+AXE_RUN = """([kind, values]) => axe.run(document, {runOnly: {type: kind, values}, resultTypes: ['violations']})
+    .then(result => result.violations)"""
+
+
+def axe_run(page, kind: str, values: list[str]) -> list[dict]:
+    """axe-core's violations of the rules of ``kind`` ``"tag"`` or ``"rule"`` named in ``values``, on the whole page."""
     if not page.evaluate("typeof window.axe === 'object'"):
         page.evaluate(_axe_source())
-    result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", WCAG_TAGS)
+    return page.evaluate(AXE_RUN, [kind, values])
+
+
+def axe_violations(page) -> list[str]:
+    """One line per rule axe-core finds broken: its id, impact, help, and its first element with the reason."""
     lines = []
-    for rule in result["violations"]:
+    for rule in axe_run(page, "tag", WCAG_TAGS):
         node = rule["nodes"][0]
         reason = " ".join(node.get("failureSummary", "").split())[:240]
         lines.append(f"{rule['id']} ({rule['impact']}, {len(rule['nodes'])} elements): {rule['help']}; "
