@@ -292,13 +292,24 @@ def _axe_source() -> str:
     return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf-8")
 
 
-def axe_violations(page) -> list[str]:
-    """One line per rule axe-core finds broken: its id, impact, help, and its first element with the reason."""
+# Only the violations come back to Python: axe's whole result (every passing rule with every element it passed, as
+# HTML) was 0.25-0.8 MB a page, serialised by the page and sent over the DevTools protocol at each of the sweeps'
+# axe runs; ``resultTypes`` keeps axe from collecting the passing elements at all (the rules run the same).
+AXE_RUN = """([kind, values]) => axe.run(document, {runOnly: {type: kind, values}, resultTypes: ['violations']})
+    .then(result => result.violations)"""
+
+
+def axe_run(page, kind: str, values: list[str]) -> list[dict]:
+    """axe-core's violations of the rules of ``kind`` ``"tag"`` or ``"rule"`` named in ``values``, on the whole page."""
     if not page.evaluate("typeof window.axe === 'object'"):
         page.evaluate(_axe_source())
-    result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", WCAG_TAGS)
+    return page.evaluate(AXE_RUN, [kind, values])
+
+
+def axe_violations(page) -> list[str]:
+    """One line per rule axe-core finds broken: its id, impact, help, and its first element with the reason."""
     lines = []
-    for rule in result["violations"]:
+    for rule in axe_run(page, "tag", WCAG_TAGS):
         node = rule["nodes"][0]
         reason = " ".join(node.get("failureSummary", "").split())[:240]
         lines.append(f"{rule['id']} ({rule['impact']}, {len(rule['nodes'])} elements): {rule['help']}; "
@@ -386,5 +397,29 @@ def open_view(page, name: str, kind: str, control) -> None:
             run_and_wait(page, control(page).click)
     except (PlaywrightTimeout, TimeoutError) as error:
         screenshot(page, f"timeout-{name.replace(' ', '-')}")
-        raise AssertionError(f"{name}: {str(error).splitlines()[0]} (artifacts/screenshots/timeout-*.png)") from error
+        raise AssertionError(f"{name}: {str(error).splitlines()[0]} (artifacts/screenshots/timeout-*.png); "
+                             f"{_what_the_page_shows(page, control)}") from error
     assert page.locator('[data-testid="stException"]').count() == 0, name
+
+
+# What a view's control and the app were at a timeout: whether the control took the click (its radio chosen, its tab
+# or segment selected), what is drawn at its centre (where the click went), the runs counted and the run state.
+_AT_CONTROL = """element => {
+  const r = element.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  const input = element.querySelector('input');
+  const app = document.querySelector('[data-testid=stApp]');
+  return {selected: input ? input.checked : ['aria-selected', 'aria-pressed', 'aria-checked', 'data-selected']
+            .map(name => element.getAttribute(name)).find(value => value !== null) ?? null,
+          box: [r.x, r.y, r.width, r.height].map(Math.round),
+          atCentre: hit && (hit.getAttribute('data-testid') || hit.tagName)
+            + (element.contains(hit) ? ' (the control)' : ''),
+          runs: window.__runs, state: app && app.getAttribute('data-test-script-state')};
+}"""
+
+
+def _what_the_page_shows(page, control) -> str:
+    try:
+        return f"the control and the app: {control(page).evaluate(_AT_CONTROL, timeout=5_000)}"
+    except Exception as error:  # a diagnosis, never the failure itself
+        return f"the control could not be read ({str(error).splitlines()[0]})"
