@@ -1,6 +1,7 @@
-"""``python -m vizcore nsp`` and ``generate`` on the built-ins, in a real process: the fixed JSON fields,
-the numbers against a direct computation with the model, seeded sampling reproducible, and one clear
-line with exit code 2 for every bad input.
+"""``python -m vizcore nsp`` and ``generate`` on the built-ins: the fixed JSON fields, the numbers against a direct
+computation with the model, seeded sampling reproducible, and one clear line with exit code 2 for every bad input.
+A real process runs each command (a bad input for each, and the seeded sampling); the other runs call main() here,
+the same code without importing torch and transformers again (about 3 CPU-s a process).
 
 The built-ins' weights come from ``VIZCORE_NSP_WEIGHTS`` / ``VIZCORE_CAUSAL_WEIGHTS`` while the shipped
 files are not committed; nothing here depends on what the models predict.
@@ -40,9 +41,15 @@ def cli_json(*argv: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_nsp_gives_the_model_and_the_softmax_of_its_next_sentence_logits():
+def main_json(capsys, *argv: str) -> dict:
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_nsp_gives_the_model_and_the_softmax_of_its_next_sentence_logits(capsys):
     text, pair, _ = EXAMPLES[0]
-    payload = cli_json("nsp", "--text", text, "--pair", pair)
+    payload = main_json(capsys, "nsp", "--text", text, "--pair", pair)
     assert payload["model"] == NSP_MODEL and 0 <= payload["is_next"] <= 1
     loaded = load_model(NSP_MODEL, device="cpu", head="nsp")
     with torch.no_grad():
@@ -51,8 +58,9 @@ def test_nsp_gives_the_model_and_the_softmax_of_its_next_sentence_logits():
     assert payload["tokens"][0] == "[CLS]" and payload["tokens"].count("[SEP]") == 2
 
 
-def test_one_greedy_token_gives_the_prompts_next_token_distribution():
-    payload = cli_json("generate", "--prompt", PROMPT, "--max-new-tokens", "1", "--temperature", "0", "--top", "8")
+def test_one_greedy_token_gives_the_prompts_next_token_distribution(capsys):
+    payload = main_json(capsys, "generate", "--prompt", PROMPT, "--max-new-tokens", "1", "--temperature", "0",
+                        "--top", "8")
     assert {"model", "prompt_tokens", "steps", "text"} <= payload.keys() and payload["model"] == CAUSAL_MODEL
     loaded = load_model(CAUSAL_MODEL, device="cpu", head="causal-lm")
     ids = prompt_ids(loaded, PROMPT)

@@ -4,8 +4,6 @@ hand-checked held-out file (checked against seqeval and a forward pass of its ow
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -81,10 +79,10 @@ def test_cli_trains_on_a_conll_file_and_scores_the_held_out_file(capsys, tmp_pat
         == pytest.approx(0.737, abs=1e-3)  # the held-out file's share of O words (docs/FINETUNE.md)
 
 
-def test_cli_refuses_a_bad_conll_file_in_one_line(tmp_path):
+def test_cli_refuses_a_bad_conll_file_in_one_line(capsys, tmp_path):
+    """main() here: the program's own exit code and stderr are proven by a real process in test_cli_hostile.py."""
     path = tmp_path / "bad.conll"
     path.write_text("Paris\tB-LOC\nlies\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "vizcore", "finetune", "--task", "token", "--train", str(path)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().count("\n") == 0 and "line 2 has no tag" in done.stderr
+    code, out, err = run(capsys, "finetune", "--task", "token", "--train", str(path))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "line 2 has no tag" in err
