@@ -97,7 +97,7 @@ def test_other_seeds_give_other_texts(capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [  # one real process per command; the rest run main() below
     (("nsp", "--text", "The man went to the store."), "second sentence (B)"),
-    (("generate", "--prompt", PROMPT, "--model", DEFAULT_MODEL), "is an encoder"),
+    (("generate", "--prompt", " \t "), "prompt is empty"),  # refused before torch is imported
 ])
 def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
     done = cli(*argv, "--format", "json")
@@ -114,6 +114,7 @@ def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
     (("nsp", "--text", "A.", "--pair", "B.", "--model", DEFAULT_MODEL), "next-sentence"),
     (("generate", "--prompt", "   "), "prompt is empty"),
     (("generate", "--prompt", PROMPT, "--model", NSP_MODEL), "is an encoder"),
+    (("generate", "--prompt", PROMPT, "--model", DEFAULT_MODEL), "is an encoder"),
     (("generate", "--prompt", PROMPT, "--temperature", "-1"), "temperature"),
     (("generate", "--prompt", PROMPT, "--top-p", "0"), "top-p"),
     (("generate", "--prompt", PROMPT, "--top-k", "-3"), "top-k"),
