@@ -1,6 +1,7 @@
-"""``python -m vizcore nsp`` and ``generate`` on the built-ins, in a real process: the fixed JSON fields,
-the numbers against a direct computation with the model, seeded sampling reproducible, and one clear
-line with exit code 2 for every bad input.
+"""``python -m vizcore nsp`` and ``generate`` on the built-ins: the fixed JSON fields, the numbers against a direct
+computation with the model, seeded sampling reproducible, and one clear line with exit code 2 for every bad input.
+A real process runs each command (a bad input for each, and the seeded sampling); the other runs call main() here,
+the same code without importing torch and transformers again (about 3 CPU-s a process).
 
 The built-ins' weights come from ``VIZCORE_NSP_WEIGHTS`` / ``VIZCORE_CAUSAL_WEIGHTS`` while the shipped
 files are not committed; nothing here depends on what the models predict.
@@ -40,9 +41,15 @@ def cli_json(*argv: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_nsp_gives_the_model_and_the_softmax_of_its_next_sentence_logits():
+def main_json(capsys, *argv: str) -> dict:
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_nsp_gives_the_model_and_the_softmax_of_its_next_sentence_logits(capsys):
     text, pair, _ = EXAMPLES[0]
-    payload = cli_json("nsp", "--text", text, "--pair", pair)
+    payload = main_json(capsys, "nsp", "--text", text, "--pair", pair)
     assert payload["model"] == NSP_MODEL and 0 <= payload["is_next"] <= 1
     loaded = load_model(NSP_MODEL, device="cpu", head="nsp")
     with torch.no_grad():
@@ -51,8 +58,9 @@ def test_nsp_gives_the_model_and_the_softmax_of_its_next_sentence_logits():
     assert payload["tokens"][0] == "[CLS]" and payload["tokens"].count("[SEP]") == 2
 
 
-def test_one_greedy_token_gives_the_prompts_next_token_distribution():
-    payload = cli_json("generate", "--prompt", PROMPT, "--max-new-tokens", "1", "--temperature", "0", "--top", "8")
+def test_one_greedy_token_gives_the_prompts_next_token_distribution(capsys):
+    payload = main_json(capsys, "generate", "--prompt", PROMPT, "--max-new-tokens", "1", "--temperature", "0",
+                        "--top", "8")
     assert {"model", "prompt_tokens", "steps", "text"} <= payload.keys() and payload["model"] == CAUSAL_MODEL
     loaded = load_model(CAUSAL_MODEL, device="cpu", head="causal-lm")
     ids = prompt_ids(loaded, PROMPT)
@@ -89,7 +97,7 @@ def test_other_seeds_give_other_texts(capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [  # one real process per command; the rest run main() below
     (("nsp", "--text", "The man went to the store."), "second sentence (B)"),
-    (("generate", "--prompt", PROMPT, "--model", DEFAULT_MODEL), "is an encoder"),
+    (("generate", "--prompt", " \t "), "prompt is empty"),  # refused before torch is imported
 ])
 def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
     done = cli(*argv, "--format", "json")
@@ -106,6 +114,7 @@ def test_bad_input_in_a_process_is_one_line_and_exit_2(argv, message):
     (("nsp", "--text", "A.", "--pair", "B.", "--model", DEFAULT_MODEL), "next-sentence"),
     (("generate", "--prompt", "   "), "prompt is empty"),
     (("generate", "--prompt", PROMPT, "--model", NSP_MODEL), "is an encoder"),
+    (("generate", "--prompt", PROMPT, "--model", DEFAULT_MODEL), "is an encoder"),
     (("generate", "--prompt", PROMPT, "--temperature", "-1"), "temperature"),
     (("generate", "--prompt", PROMPT, "--top-p", "0"), "top-p"),
     (("generate", "--prompt", PROMPT, "--top-k", "-3"), "top-k"),

@@ -1,10 +1,11 @@
 """``python -m vizcore corpus`` on the embedded model: per-head measures equal an independent computation from
-the ``attention`` command's weights on sampled sentences; the real program's stdout, stderr and files."""
+the ``attention`` command's weights on sampled sentences; the command's stdout, stderr and files."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
 import random
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.unit.test_cli_hostile import run_main
+from vizcore.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTION = (ROOT / "vizcore" / "data" / "search-collection.txt").read_text(encoding="utf-8").splitlines()
@@ -52,14 +54,15 @@ def finished(tmp_path_factory):
     lines = COLLECTION[:40]
     lines[5:5] = ["", "   "]
     (folder / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "vizcore", "corpus", "--input", str(folder / "in.txt"),
-                             "--out", str(folder / "out"), "--batch-size", "16", "--format", "json"],
-                            capture_output=True, text=True, cwd=ROOT, timeout=300,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    return folder, lines, result
+    # main() here: the program in a process of its own is the bad input below (and tests/integration/test_corpus_ray.py)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["corpus", "--input", str(folder / "in.txt"), "--out", str(folder / "out"), "--batch-size", "16",
+                     "--format", "json"])
+    return folder, lines, subprocess.CompletedProcess([], code, out.getvalue(), err.getvalue())
 
 
-def test_the_program_prints_the_summary_and_progress(finished):
+def test_the_command_prints_the_summary_and_progress(finished):
     folder, lines, result = finished
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)

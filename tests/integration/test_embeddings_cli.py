@@ -4,7 +4,6 @@ and against a separate forward pass, the Parquet file read back, and hostile inp
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,16 +49,15 @@ def test_similarity_of_one_layer_with_cls_pooling_equals_a_separate_run(capsys, 
     assert code == 0 and json.loads(out)["layers"] == [2, 3, 4, 5] and json.loads(out)["dimension"] == 4 * 384
 
 
-def test_embed_as_a_program_writes_a_vector_per_line_in_order(tmp_path, st_model):
+def test_embed_writes_a_vector_per_line_in_order(capsys, tmp_path, st_model):
+    """main() here: embed as a program of its own is the bad --pooling below (exit code 2, one line)."""
     source, out = tmp_path / "in.txt", tmp_path / "vectors.parquet"
     source.write_bytes("\r\n".join(LINES).encode() + b"\r\n")
-    result = subprocess.run([sys.executable, "-m", "vizcore", "embed", "--input", str(source), "--out", str(out),
-                             "--batch-size", "2"], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout)
+    code, stdout, stderr = run_main(capsys, "embed", "--input", str(source), "--out", str(out), "--batch-size", "2")
+    assert code == 0, stderr
+    summary = json.loads(stdout)
     assert (summary["texts"], summary["skipped_blank_lines"], summary["dimension"]) == (3, 2, 384)
-    assert "embedded 3/3 texts (100 %)" in result.stderr
+    assert "embedded 3/3 texts (100 %)" in stderr
     table = pq.read_table(out)
     texts = [t for t in LINES if t.strip()]
     assert table.column("line").to_pylist() == [1, 3, 5] and table.column("text").to_pylist() == texts

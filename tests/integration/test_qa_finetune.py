@@ -3,8 +3,6 @@ the built-in answers map onto tokens exactly, a short CLI run prints its held-ou
 are one line."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +11,6 @@ from tests.unit.test_finetune_cli import run
 from vizcore.finetune.qa import builtin_qa
 from vizcore.finetune.qa_spans import answer_tokens, encode_features
 from vizcore.finetune.qa_task import QA
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def small_set(folder: Path) -> str:
@@ -84,13 +80,13 @@ def test_a_csv_with_other_column_names_is_read_through_the_column_options(capsys
     assert "seed 0" in data["data"]["held_out"]
 
 
-def test_a_broken_file_is_one_line_and_exit_code_2(tmp_path):
+def test_a_broken_file_is_one_line_and_exit_code_2(capsys, tmp_path):
+    """main() here: the program's own exit code and stderr are proven by a real process in test_cli_hostile.py."""
     path = tmp_path / "broken.json"
     path.write_text('[{"context": "a b c",\n  "questions": [}]', encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "vizcore", "finetune", "--task", "qa", "--train", str(path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [
+    code, out, err = run(capsys, "finetune", "--task", "qa", "--train", str(path))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
         "error: python -m vizcore finetune: 'broken.json' is not valid JSON: Expecting value at line 2, column 17. "
         "Fix the file there (a missing comma or quote?) and upload it again."]
 

@@ -1,5 +1,6 @@
 """``python -m vizcore translate-date`` in a real process with the shipped weights: the fixed fields, the
-attention against a direct computation, --input with one object per line, one clear line for bad input."""
+attention against a direct computation, --input with one object per line (through main()), one clear line for
+bad input."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vizcore.cli import main
 from vizcore.seq2seq.translator import translate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,15 +37,17 @@ def test_text_gives_the_fixed_fields_and_the_models_own_attention():
     np.testing.assert_array_equal(np.array(data["gold_alignment"])[0], [0, 0, 0, 0, 0, 1, 1, 1])
 
 
-def test_input_file_one_object_per_line_in_order_with_empty_and_outside_lines_reported(tmp_path):
+def test_input_file_one_object_per_line_in_order_with_empty_and_outside_lines_reported(capsys, tmp_path):
+    """main() here, the same code as the program above without importing torch again (about 2.5 CPU-s)."""
     path = tmp_path / "dates.txt"
     path.write_text("may fifth, two thousand and seven\n\nthe thirty first of february two thousand\n"
                     "the fourty second of smarch\n")
-    done = cli("--input", str(path), "--beam", "3")
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    code = main(["translate-date", "--input", str(path), "--beam", "3"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
     assert lines[0] == "[" and lines[-1] == "]" and len(lines) == 6
-    records = json.loads(done.stdout)
+    records = json.loads(out)
     assert [json.loads(line.rstrip(",")) for line in lines[1:-1]] == records
     assert records[0]["output"] == "2007-05-05" and records[0]["beam"] == 3
     assert records[1] == {"line": 2, "text": "", "error": records[1]["error"]} and "empty" in records[1]["error"]

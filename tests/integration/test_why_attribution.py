@@ -1,5 +1,6 @@
 """Token attribution on the shipped masked-LM: integrated gradients' completeness at the default steps on
-every example sentence (how DEFAULT_STEPS was chosen), and ``python -m vizcore attribute`` as a program."""
+every example sentence (how DEFAULT_STEPS was chosen), and ``python -m vizcore attribute`` (as a program: a bad
+input)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,12 @@ def program(*args: str) -> subprocess.CompletedProcess:
                           timeout=180)
 
 
-def test_the_command_gives_the_fixed_fields_and_the_page_s_numbers(mlm):
+def test_the_command_gives_the_fixed_fields_and_the_page_s_numbers(capsys, mlm):
     text = "The capital of France is [MASK]."
-    done = program("--text", text, "--method", "integrated-gradients", "--answer", "paris", "--format", "json")
-    assert done.returncode == 0, done.stderr
-    record = json.loads(done.stdout)
+    code, out, err = run_cli(capsys, "attribute", "--text", text, "--method", "integrated-gradients", "--answer",
+                             "paris", "--format", "json")
+    assert code == 0, err
+    record = json.loads(out)
     assert {"model", "tokens", "attributions", "target", "completeness"} <= set(record)
     assert record["model"] == MLM_MODEL and record["mask_index"] == 6
     assert record["tokens"] == ["[CLS]", "the", "capital", "of", "france", "is", "[MASK]", ".", "[SEP]"]
@@ -56,8 +58,16 @@ def test_the_command_gives_the_fixed_fields_and_the_page_s_numbers(mlm):
     assert abs(completeness["sum"] - completeness["delta"]) < 0.01 * abs(completeness["delta"])
 
 
+def test_the_command_as_a_program_refuses_a_missing_method_in_one_line():
+    """Refused before torch is imported; the numbers go through main() in this process (a process of its own on the
+    model cost about 6 CPU-s more)."""
+    done = program("--text", "The capital of France is [MASK].", "--format", "json")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "error: python -m vizcore attribute: the following arguments are required: --method (see --help)"]
+
+
 def test_the_other_methods_have_no_completeness_and_bad_answers_are_one_line(capsys):
-    # main() in this process: the command as a program of its own is the test above
     code, out, _ = run_cli(capsys, "attribute", "--text", "Birds can [MASK] in the sky.", "--method", "rollout",
                            "--format", "json")
     record = json.loads(out)
