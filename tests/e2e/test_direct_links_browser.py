@@ -76,7 +76,7 @@ VIEWS = {
     "finetune": [(name, radio(label)) for name, label in (
         ("pairs", "Sentence-pair classification"), ("tokens", "Token classification"),
         ("qa", "Extractive question answering"))] + [("tiny", tab("Tiny Transformer from scratch"))],
-    "corpus": [(name.lower(), tab(name)) for name in ("Relations", "Distributions", "Search")],
+    "corpus": [(name.lower(), tab(name)) for name in ("Relations", "Distributions", "Search", "Neurons")],
     "positional": [(name, lazy_tab(label)) for name, label in (
         ("alibi", "ALiBi"), ("relative", "Learned relative bias"))],  # rotary is the open tab
     "fill-mask": [(name, lazy_tab(label)) for name, label in (
