@@ -202,11 +202,12 @@ class Supervisor:
 
     def __init__(self, replicas: int, port: int, run_dir: Path, command: Command, nginx: str,
                  listen_host: str = "127.0.0.1", host: str = "127.0.0.1", env: dict | None = None,
-                 say: Callable[[str], None] = print, timing: Timing = Timing(), redis: str | None = None):
+                 say: Callable[[str], None] = print, timing: Timing = Timing(), redis: str | None = None,
+                 app: Path = ROOT):
         if replicas < 1:
             raise SystemExit("--replicas must be 1 or more")
         self.replicas = [Replica(name=f"r{i}", port=port + i) for i in range(1, replicas + 1)]
-        self.port, self.run_dir, self.command, self.nginx_bin = port, run_dir, command, nginx
+        self.port, self.run_dir, self.command, self.nginx_bin, self.app = port, run_dir, command, nginx, app
         self.listen, self.host, self.say = f"{listen_host}:{port}", host, say
         self.env = dict(os.environ if env is None else env)
         self.timing = timing
@@ -293,7 +294,7 @@ class Supervisor:
         replica.log = self.run_dir / f"{replica.name}.log"
         env = {**self.env, REPLICA_ENV: replica.name}
         with open(replica.log, "ab") as log:
-            replica.process = subprocess.Popen(self.command(self.host, replica.port), cwd=ROOT, env=env,
+            replica.process = subprocess.Popen(self.command(self.host, replica.port), cwd=self.app, env=env,
                                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                                preexec_fn=_die_with_parent)
         replica.started, replica.misses, replica.ready = time.monotonic(), 0, False
@@ -424,8 +425,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nginx", help="the nginx binary (default: nginx on PATH, then /usr/sbin/nginx)")
     parser.add_argument("--redis", help="the redis-server binary for the rooms with 2 or more replicas (default: "
                         f"redis-server on PATH); not used when {ROOMS_ENV} is set")
+    parser.add_argument("--app", type=Path, default=ROOT,
+                        help="the checkout whose app.py the replicas run (default: this one; another commit's "
+                             "worktree measures that commit behind the same nginx, as docs/BENCHMARKS.md's "
+                             "'before, 2 replicas' rows do)")
     parser.add_argument("streamlit_args", nargs="*", help="more options for each replica's streamlit, after --")
     args = parser.parse_args(argv)
+    if not (args.app / "app.py").is_file() or not (args.app / "ui" / "launch.py").is_file():
+        raise SystemExit(f"--app {args.app}: no app.py and ui/launch.py there: give a checkout of this project")
     env = dict(os.environ)
     shared = shares_rooms(args.replicas, env)  # else one replica's memory, or the store given
     after = args.replicas + shared
@@ -444,7 +451,8 @@ def main(argv: list[str] | None = None) -> None:
     env.setdefault("STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32))
     supervisor = Supervisor(args.replicas, args.port, run_dir.resolve(),
                             lambda host, port: app_command(host, port, args.streamlit_args), nginx,
-                            listen_host=args.address, env=env, say=lambda text: print(text, flush=True), redis=redis)
+                            listen_host=args.address, env=env, say=lambda text: print(text, flush=True), redis=redis,
+                            app=args.app.resolve())
     supervisor.run()
 
 

@@ -4,7 +4,9 @@ Before, the check bound without SO_REUSEADDR and refused such a port for up to a
 
 import socket
 
-from deploy.replicas import _free
+import pytest
+
+from deploy.replicas import _free, main
 
 
 def test_a_listening_port_is_busy_and_a_port_in_time_wait_is_free():
@@ -30,3 +32,9 @@ def test_a_listening_port_is_busy_and_a_port_in_time_wait_is_free():
         plain.close()
     assert refused, "no TIME_WAIT was made: the test proves nothing"
     assert _free("127.0.0.1", port)
+
+
+def test_another_checkout_that_is_not_the_app_is_refused_with_a_message(tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--app", str(tmp_path), "--port", "1"])
+    assert "no app.py and ui/launch.py there" in str(stopped.value) and str(tmp_path) in str(stopped.value)
