@@ -101,7 +101,8 @@ def main() -> None:
         "## Inference queue: K sessions asking at once (`python -m bench.serve_queue`)",
         "",
         f"{DEFAULT_MODEL}, CPU, K threads released together, each with a sentence of its own (10 to 20 tokens), "
-        f"attention only (what the pages ask); {machine().split(',')[0]}, torch {torch.__version__}. *Alone*: each "
+        "attention and hidden states (what Step by step asks; the check compares both); "
+        f"{machine().split(',')[0]}, torch {torch.__version__}. *Alone*: each "
         "thread runs its own forward pass (the server before the queue); *queue*: each submits to the model's "
         f"`InferenceQueue` (batches of at most {limits.max_batch}, window {limits.window * 1000:g} ms). Median wall "
         f"time of {args.rounds} rounds from the release to the last result; ratio = the median of the rounds' "
