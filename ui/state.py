@@ -20,6 +20,7 @@ from vizcore.attention.examples import DEFAULT_TEXT
 from vizcore.model import startup_cache
 from vizcore.model.catalog import BUILTIN_MODELS, DEFAULT_MODEL, SUGGESTED_HUB_MODELS, available_devices
 from vizcore.model.record import Run
+from vizcore.serve.cache import ByteCache
 
 if TYPE_CHECKING:
     from vizcore.model.loading import LoadedModel
@@ -96,17 +97,27 @@ def get_run(name: str, device: str, text: str, pair: str | None, hidden: bool = 
     return _run(name, device, text, pair, hidden)
 
 
-@st.cache_resource(show_spinner="Running the model…", max_entries=8)
 def _run(name: str, device: str, text: str, pair: str | None, hidden: bool) -> Run:
-    # cache_resource, not cache_data: at n = 512 on 12 x 12 heads the weights are 150 MB, and
-    # cache_data would unpickle a fresh copy on every rerun. A Run is frozen; pages only read it.
-    # Sessions missing the same key at once compute it once: Streamlit holds a lock per key while one
-    # computes (tests/app/test_shared_cache.py). Different sentences asked at once share a forward pass
-    # in the model's queue.
-    import_model_stack()
-    from vizcore.model.run import Capture
+    # One cache for the server, bounded by bytes (VIZCORE_RUN_CACHE_MB): at n = 512 on 12 x 12 heads a run's
+    # weights are 150 MB, at 20 tokens on the default model 60 KB. Values are shared, not copied (cache_data
+    # would unpickle a fresh copy on every rerun); a Run is frozen and pages only read it. Sessions missing the
+    # same key at once compute it once (tests/app/test_shared_cache.py); different sentences asked at once share
+    # a forward pass in the model's queue.
+    def compute() -> Run:
+        import_model_stack()
+        from vizcore.model.run import Capture
 
-    return get_queue(name, device).submit(text, pair, capture=Capture(hidden=hidden))
+        with st.spinner("Running the model…"):
+            return get_queue(name, device).submit(text, pair, capture=Capture(hidden=hidden))
+
+    return _runs().get((name, device, text, pair, hidden), compute)
+
+
+@st.cache_resource(show_spinner=False)
+def _runs() -> ByteCache[Run]:
+    from vizcore.serve.settings import run_cache_bytes
+
+    return ByteCache(run_cache_bytes())
 
 
 def get_queue(name: str, device: str = "auto") -> InferenceQueue:
@@ -127,7 +138,7 @@ def _queue(name: str, device: str, model_id: int, _loaded: LoadedModel) -> Infer
 def clear_caches() -> None:
     """Forget every loaded model and run, as a server restart would (tests change files under them)."""
     _load_model.clear()
-    _run.clear()
+    _runs().clear()
     _queue.clear()
 
 

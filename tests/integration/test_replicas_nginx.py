@@ -9,6 +9,7 @@ with the real app and Streamlit's protocol.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import signal
@@ -21,10 +22,12 @@ import pytest
 
 from deploy.replicas import ROOMS_ENV, Supervisor, Timing, find_nginx, find_redis, nginx_config, redis_answers
 from tests.support.event_loop import run_async
+from tests.support.fake_replica import static_body
 from tests.support.processes import alive, descendants, environ, free_port_block
 from tests.support.streamlit_ws import COOKIE, REPLICA_HEADER, Visitor
 
 REPLICAS = 3
+GZIP = {"Accept-Encoding": "gzip"}
 
 
 def _fake(host: str, port: int) -> list[str]:
@@ -65,6 +68,23 @@ def test_the_configuration_passes_nginx_own_check(tmp_path):
     out = subprocess.run([find_nginx(), "-t", "-p", str(tmp_path), "-e", str(tmp_path / "error.log"), "-c", str(conf)],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_text_assets_are_compressed_when_the_browser_asks_and_fonts_never(cluster):
+    base = f"http://127.0.0.1:{cluster.port}"
+    for path in ("/static/js/index.Dx7.js", "/static/css/index.B2.css", "/static/manifest.json",
+                 "/static/media/logo.svg", "/static/index.html"):
+        body = static_body(path)
+        with urllib.request.urlopen(urllib.request.Request(base + path, headers=GZIP), timeout=10) as response:
+            assert response.headers["Content-Encoding"] == "gzip", path
+            assert "Accept-Encoding" in response.headers["Vary"]
+            sent = response.read()
+        assert gzip.decompress(sent) == body and len(sent) < len(body) / 4, path
+        with urllib.request.urlopen(base + path, timeout=10) as response:  # a client that did not ask
+            assert response.headers.get("Content-Encoding") is None and response.read() == body
+    with urllib.request.urlopen(urllib.request.Request(base + "/static/media/font.woff2", headers=GZIP),
+                                timeout=10) as response:
+        assert response.headers.get("Content-Encoding") is None  # compressed already
 
 
 def test_new_visitors_spread_and_each_stays_on_its_replica(cluster):

@@ -159,3 +159,17 @@ def test_an_unwritable_cache_folder_is_reported_not_raised(cache, loaded, monkey
     monkeypatch.setenv(startup_cache.CACHE_ENV, str(blocker / "startup"))  # a folder inside a file
     assert startup_cache.store(extract_attention(loaded, DEFAULT_TEXT), "cpu") == "unwritable"
     assert startup_cache.load(DEFAULT_MODEL, "auto", DEFAULT_TEXT, None) is None
+
+
+def test_a_students_own_sentence_is_a_miss_without_fingerprinting_and_is_never_stored(cache, loaded, monkeypatch):
+    """Every page run of a sentence that is not an opening one asks the cache first: 4 ms of fingerprint each."""
+    own = "Anna read a book in the quiet library before lunch."
+    assert (own, None) not in startup_inputs()
+    assert startup_cache.store(extract_attention(loaded, own), "cpu") == "skipped"
+    assert list(cache.glob("*.npz")) == []
+    calls = []
+    original = startup_cache.fingerprint
+    monkeypatch.setattr(startup_cache, "fingerprint", lambda: calls.append(1) or original())
+    assert startup_cache.load(DEFAULT_MODEL, "cpu", own, None) is None and calls == []
+    startup_cache.store(extract_attention(loaded, DEFAULT_TEXT), "cpu")
+    assert startup_cache.load(DEFAULT_MODEL, "cpu", DEFAULT_TEXT, None) is not None and calls

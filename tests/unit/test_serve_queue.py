@@ -12,7 +12,7 @@ import pytest
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel, load_model
 from vizcore.model.run import Capture, prepare, run, run_batch
-from vizcore.serve.queue import Counts, InferenceQueue, QueueFull, QueueTimeout
+from vizcore.serve.queue import Counts, InferenceQueue, QueueFull, QueueTimeout, rows_apart
 from vizcore.serve.settings import Limits, torch_threads
 
 EVERYTHING = Capture(hidden=True, qkv=True, head_outputs=True, logits=True)
@@ -88,9 +88,42 @@ def test_threads_asking_at_once_share_one_forward_pass(loaded):
             thread.start()
         for thread in threads:
             thread.join(WAIT)
-    assert (forwards.count, queue.counts) == (1, Counts(1, len(INPUTS), len(INPUTS)))
+    apart = sum(len(a.tokens) in rows_apart(loaded) for a in alone)  # "Hi": 3 tokens, MKL's 1 to 3 rows
+    assert 0 < apart < len(INPUTS)  # one forward for the others, one for each of these
+    assert (forwards.count, queue.counts) == (1 + apart, Counts(1 + apart, len(INPUTS), len(INPUTS) - apart))
     for i, a in enumerate(alone):
         assert_same_run(results[i], a)
+
+
+def test_a_batched_record_is_its_runs_to_the_bit_unless_its_token_count_is_apart(tiny_model_dir):
+    """BERT (attention through the sink): each row's attention over its own tokens, as its run computes it."""
+    bert = load_model(str(tiny_model_dir("bert")), device="cpu", head="mlm")
+    apart = rows_apart(bert)
+    items = [prepare(bert, " ".join(["word"] * n)) for n in range(1, 30, 2)]  # 3 to 31 tokens: widths differ
+    exact = [item for item in items if item.num_tokens not in apart]
+    assert len(exact) >= len(items) - 1
+    for batched, item in zip(run_batch(bert, exact, EVERYTHING), exact, strict=True):
+        alone = run(bert, item.text, capture=EVERYTHING)
+        for field in ("attention", "hidden_states", "queries", "keys", "values", "head_outputs", "logits"):
+            assert np.array_equal(getattr(batched, field), getattr(alone, field)), (item.num_tokens, field)
+
+
+def test_a_request_whose_token_count_is_apart_runs_alone_and_the_others_batch_together(bert, monkeypatch):
+    from vizcore.serve import queue as module
+
+    texts = ["A first sentence.", "A second sentence.", "Two words", "A fourth one here."]
+    items = [prepare(bert, text) for text in texts]
+    lonely = items[2].num_tokens
+    assert [item.num_tokens == lonely for item in items] == [False, False, True, False]
+    monkeypatch.setattr(module, "rows_apart", lambda loaded: frozenset({lonely}))
+    gate = Gate()
+    queue = InferenceQueue(bert, Limits(max_batch=8, window=0), runner=gate)
+    first = queue.put(items[0])
+    gate.until_running(1)  # the others wait together while the first batch runs
+    futures = [queue.put(item) for item in items[1:]]
+    gate.opened.set()
+    assert [f.result(WAIT).text for f in (first, *futures)] == texts
+    assert gate.batches == [texts[:1], [texts[1], texts[3]], [texts[2]]]  # passed over, then alone
 
 
 class Gate:

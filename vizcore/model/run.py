@@ -3,8 +3,10 @@
 Stages, as in Hugging Face pipelines: ``encode`` (validate, tokenise, truncate and say so) ->
 ``forward`` (the model only, with the hooks of this run) -> ``Run`` (plain numpy). ``run_batch`` is the
 same stages for several inputs at once: each ``prepare``d input, right-padded into one batch with an
-attention mask, one forward pass, split back into one ``Run`` per input with the padding removed
-(what ``run`` returns for it, to float rounding); ``vizcore.serve`` batches the server's requests so.
+attention mask, one forward pass, split back into one ``Run`` per input with the padding removed;
+each row's attention is computed over its own tokens (``sink.by_rows``), so a record is what ``run`` returns
+for that input to the bit, unless the model's linear layers multiply that many rows with other kernels than a
+batch's (``vizcore.serve.queue.rows_apart``); ``vizcore.serve`` batches the server's requests so.
 
 What is read or changed inside the model goes through forward hooks registered in ``hooks()``, whose
 ``finally`` removes every one of them (TransformerLens's discipline), so the shared cached model is
@@ -491,7 +493,9 @@ def run(loaded: LoadedModel, text: str, pair: str | None = None, capture: Captur
 
 def run_batch(loaded: LoadedModel, items: Sequence[Encoded], capture: Capture = DEFAULT_CAPTURE) -> list[Run]:
     """One forward pass over ``items`` (``prepare``d), padded into one batch: one ``Run`` per item, what ``run``
-    returns for that item's text and pair (equal to float rounding: the matrix products have other shapes)."""
+    returns for that item's text and pair. To the bit on models loaded with the sink (the BERT family: each row's
+    attention has its own run's shapes), unless the item's token count is one of ``rows_apart``'s (its linear
+    layers' products then take other kernels); other models to float rounding."""
     return _records(loaded, list(items), _Recorder(loaded, capture, (), ())) if items else []
 
 
@@ -505,8 +509,9 @@ def _records(loaded: LoadedModel, items: list[Encoded], recorder: _Recorder) -> 
                             loaded.device) as weights:
             output = forward(loaded, inputs, specs, hidden)
         attention = weights.float().cpu()[None]  # no copy on the CPU: the layers wrote into it
-    else:  # a batch, or a model loaded elsewhere with transformers' own eager attention
-        output = forward(loaded, inputs, specs, hidden)
+    else:  # a batch: each row's attention over its own tokens, as its run alone (models loaded with the sink)
+        with sink.by_rows(recorder.attention_modules(), [item.num_tokens for item in items]):
+            output = forward(loaded, inputs, specs, hidden)
         attention = torch.stack(output.attentions, dim=1).float().cpu()  # (B, L, H, T, T)
     return [_record(loaded, item, row, recorder, output, attention) for row, item in enumerate(items)]
 

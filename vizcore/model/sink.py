@@ -20,7 +20,7 @@ import contextvars
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import torch
 from transformers import AttentionInterface
@@ -35,6 +35,7 @@ IMPLEMENTATION = "vizcore-eager"
 FAMILIES = ("bert", "roberta", "xlm-roberta", "electra", "camembert")
 _OPEN: contextvars.ContextVar[Sink | None] = contextvars.ContextVar("vizcore_attention_sink", default=None)
 _EDIT: contextvars.ContextVar[Edit | None] = contextvars.ContextVar("vizcore_attention_edit", default=None)
+_ROWS: contextvars.ContextVar[Rows | None] = contextvars.ContextVar("vizcore_attention_rows", default=None)
 WeightEdit = Callable[[int, torch.Tensor], torch.Tensor]  # (layer, weights (B, H, T, T)) -> weights
 
 
@@ -73,6 +74,26 @@ def edit_weights(modules: list[torch.nn.Module], function: WeightEdit) -> Iterat
         _EDIT.reset(token)
 
 
+@dataclass(frozen=True)
+class Rows:
+    lengths: tuple[int, ...]  # each batch row's real tokens (the rest is right padding)
+    layers: frozenset[int]  # id(attention module)
+
+
+@contextmanager
+def by_rows(modules: list[torch.nn.Module], lengths: Sequence[int]) -> Iterator[None]:
+    """For the body of the ``with`` (this thread only): in a right-padded batch of rows ``lengths`` long, each
+    listed layer computes each row's attention on that row's own tokens, with the shapes of a run of that row
+    alone, so its weights and output are that run's to the bit. Over a padded width instead, the matrix products
+    and the softmax of a short row take other kernels (another order of summation; docs/BENCHMARKS.md,
+    "serve-queue"). Padding positions get zero weights and a zero output (nothing real reads them)."""
+    token = _ROWS.set(Rows(tuple(lengths), frozenset(id(m) for m in modules)))
+    try:
+        yield
+    finally:
+        _ROWS.reset(token)
+
+
 def _same_code(a, b) -> bool:
     return a.__code__.co_code == b.__code__.co_code and a.__code__.co_consts == b.__code__.co_consts
 
@@ -87,6 +108,9 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     edit = _EDIT.get()
     if edit is not None and id(module) in edit.layers:
         return _edited(module, eager, edit, query, key, value, attention_mask, scaling)
+    rows = _ROWS.get()
+    if rows is not None and id(module) in rows.layers and query.shape[0] == len(rows.lengths) and not module.training:
+        return _by_row(module, eager, rows.lengths, query, key, value, attention_mask, scaling)
     sink = _OPEN.get()
     layer = None if sink is None or module.training or query.shape[0] != 1 else sink.layers.get(id(module))
     if layer is None:
@@ -110,6 +134,19 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
 
 AttentionInterface.register(IMPLEMENTATION, attention)
 AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)  # the same additive masks as eager
+
+
+def _by_row(module, eager, lengths: tuple[int, ...], query, key, value, attention_mask, scaling):
+    """Each row's attention on its own first ``lengths[b]`` tokens: (output (B, T, H, d_head), weights (B, H, T, T))."""
+    batch, heads, width, d_head = query.shape
+    output = query.new_zeros(batch, width, heads, d_head)
+    weights = query.new_zeros(batch, heads, width, width)
+    for b, n in enumerate(lengths):
+        mask = None if attention_mask is None else attention_mask[b:b + 1, :, :n, :n]
+        own_output, own_weights = eager(module, query[b:b + 1, :, :n], key[b:b + 1, :, :n], value[b:b + 1, :, :n],
+                                        mask, scaling=scaling, dropout=0.0)
+        output[b, :n], weights[b, :, :n, :n] = own_output[0], own_weights[0]
+    return output, weights
 
 
 def _edited(module, eager, edit: Edit, query, key, value, attention_mask, scaling):

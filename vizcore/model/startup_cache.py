@@ -22,6 +22,7 @@ import os
 import tempfile
 import time
 import zipfile
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,15 +76,22 @@ def entry_path(text: str, pair: str | None) -> Path:
     return cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()}.npz"
 
 
+@lru_cache(maxsize=1)
+def _stored_inputs() -> frozenset[tuple[str, str | None]]:
+    return frozenset(startup_inputs())
+
+
 def _pair(pair: str | None) -> str | None:
     return pair if pair and pair.strip() else None
 
 
 def load(model: str, device: str, text: str, pair: str | None) -> Run | None:
-    """The cached result for these exact inputs, or None (not the default model on the CPU, or a miss)."""
-    if model != DEFAULT_MODEL or not runs_on_cpu(device):
-        return None
+    """The cached result for these exact inputs, or None (not the default model on the CPU, or a miss). Only the
+    opening sentences are stored: any other input is a miss at once, without the fingerprint (4 ms of file
+    stats, code hashing and package versions, which every page run of a student's own sentence paid)."""
     pair = _pair(pair)
+    if model != DEFAULT_MODEL or not runs_on_cpu(device) or (text, pair) not in _stored_inputs():
+        return None
     try:
         path = entry_path(text, pair)
     except OSError:  # the model folder cannot be read: the page's model load will say why
@@ -120,9 +128,11 @@ def same_result(a: Run, b: Run) -> bool:
 
 def store(result: Run, device: str) -> str:
     """Write a freshly computed result; returns ``written``, ``verified`` (already stored, bit-equal),
-    ``replaced`` (a stored entry differed), ``skipped`` (not the default model on the CPU, or too big)
+    ``replaced`` (a stored entry differed), ``skipped`` (not the default model on the CPU, not an opening
+    sentence, or too big)
     or ``unwritable`` (the cache folder cannot be written)."""
-    if result.model != DEFAULT_MODEL or device != "cpu" or result.attention.nbytes > _MAX_BYTES:
+    if (result.model != DEFAULT_MODEL or device != "cpu" or result.attention.nbytes > _MAX_BYTES
+            or (result.text, _pair(result.pair)) not in _stored_inputs()):
         return "skipped"
     path = entry_path(result.text, result.pair)
     previous = _read(path, result.text, result.pair)  # the same key: fingerprint the files once

@@ -5,8 +5,10 @@ same second, thirty forward passes would compete for two cores; here each reques
 checked in its own thread (bad input is refused there and never reaches a batch), then waits in the
 model's queue. One worker thread takes what is waiting, at most ``Limits.max_batch`` requests whose padded
 batch stays under ``Limits.max_cells`` attention cells, and runs them as one ``run_batch``: each request
-gets the record ``run`` gives for its input (to float rounding: 1e-6 on the tiny test models, a few 1e-6 on
-the default model for inputs under 16 tokens, docs/BENCHMARKS.md, "serve-queue"). An idle worker
+gets the record ``run`` gives for its input, to the bit: in a batch each row's attention is computed over its own
+tokens (``run_batch``), and an input whose token count the model's matrix products treat apart (``rows_apart``:
+MKL multiplies 1 to 3 rows with other kernels than many, at one thread) runs alone (docs/BENCHMARKS.md,
+"serve-queue"). An idle worker
 waits ``Limits.window`` seconds after a first request for others; a busy one takes whatever arrived while
 it worked. Bounded: a full queue refuses at once (``QueueFull``), a request waits at most its timeout
 (``QueueTimeout``), and an error in a batch reaches every request of that batch.
@@ -23,13 +25,19 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import torch
+from transformers.pytorch_utils import Conv1D
+
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel
 from vizcore.model.record import Run
 from vizcore.model.run import DEFAULT_CAPTURE, Capture, Encoded, prepare, run_batch
 from vizcore.serve.settings import Limits
 
+LINEAR = (torch.nn.Linear, Conv1D)  # GPT-2's Conv1D is a linear layer with its weight transposed
 Runner = Callable[[LoadedModel, Sequence[Encoded], Capture], list[Run]]
+# Row counts probed by ``rows_apart``: from 12 rows on, MKL multiplied every row alike (1 and 2 threads, to 64).
+PROBE_ROWS = 16
 IDLE_EXIT = 30.0  # seconds: an idle worker thread ends (the next request starts another), so none outlives its queue
 
 
@@ -65,6 +73,7 @@ class InferenceQueue:
         self._waiting: deque[_Request] = deque()
         self._changed = threading.Condition()
         self._worker: threading.Thread | None = None
+        self._apart: frozenset[int] | None = None  # the worker's ``rows_apart``, probed on its first batch
         self.counts = Counts()
 
     def submit(self, text: str, pair: str | None = None, capture: Capture = DEFAULT_CAPTURE,
@@ -102,6 +111,8 @@ class InferenceQueue:
 
     def _work(self) -> None:
         try:
+            if self._apart is None:
+                self._apart = rows_apart(self.loaded)
             batch = self._take(idle=True)
             while batch is not None:
                 self._serve(batch)
@@ -125,11 +136,22 @@ class InferenceQueue:
                 while len(self._waiting) < self.limits.max_batch and (left := deadline - time.monotonic()) > 0:
                     self._changed.wait(left)
             batch: list[_Request] = []
-            while self._waiting and len(batch) < self.limits.max_batch and self._fits(batch, self._waiting[0]):
-                request = self._waiting.popleft()
+            for request in list(self._waiting):  # a request that runs alone is passed over: the next batch is it
+                if len(batch) == self.limits.max_batch or (batch and self._alone(batch[0])):
+                    break
+                if batch and self._alone(request):
+                    continue
+                if not self._fits(batch, request):
+                    break
+                self._waiting.remove(request)
                 if request.future.set_running_or_notify_cancel():  # False: it timed out while waiting
                     batch.append(request)
             return batch
+
+    def _alone(self, request: _Request) -> bool:
+        """Whether ``request``'s token count is one of ``rows_apart``: in a batch its record would differ from
+        its run's in the last bits."""
+        return request.item.num_tokens in (self._apart or ())
 
     def _fits(self, batch: list[_Request], request: _Request) -> bool:
         width = max(r.item.num_tokens for r in (*batch, request))
@@ -154,6 +176,28 @@ class InferenceQueue:
         self.counts.largest = max(self.counts.largest, len(batch))
         for request, answer in zip(batch, answers):
             request.future.set_result(answer)
+
+
+def rows_apart(loaded: LoadedModel, probe: int = PROBE_ROWS) -> frozenset[int]:
+    """The token counts (up to ``probe``) for which the model's matrix products do not compute each row as they
+    do inside a larger batch: a run of that many tokens differs in the last bits from its row of a batch, so it
+    runs alone. Probed in the calling thread (its torch threads decide the kernels) on every weight shape of the
+    model's linear layers (``module.forward``: no hook runs), with random inputs: the kernel depends on the shape.
+    """
+    generator = torch.Generator().manual_seed(0)
+    shapes: dict[tuple, torch.nn.Module] = {}
+    for module in loaded.model.modules():
+        weight = getattr(module, "weight", None)
+        if isinstance(module, LINEAR) and weight is not None and weight.dim() == 2:
+            shapes.setdefault((type(module), tuple(weight.shape)), module)
+    apart: set[int] = set()
+    with torch.inference_mode():
+        for module in shapes.values():
+            width = module.in_features if isinstance(module, torch.nn.Linear) else module.weight.shape[0]
+            rows = torch.randn(1, 2 * probe, width, generator=generator).to(module.weight)
+            many = module.forward(rows)
+            apart |= {n for n in range(1, probe + 1) if not torch.equal(module.forward(rows[:, :n]), many[:, :n])}
+    return frozenset(apart)
 
 
 def _union(captures) -> Capture:

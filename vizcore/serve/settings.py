@@ -11,6 +11,11 @@ from vizcore.errors import VizError
 
 TORCH_THREADS = "VIZCORE_TORCH_THREADS"
 DEFAULT_TORCH_THREADS = 1  # vizcore.serve.threads says why; docs/BENCHMARKS.md, "serve-queue", measures it
+RUN_CACHE_MB = "VIZCORE_RUN_CACHE_MB"
+# The server's runs (vizcore.serve.cache): about 900 runs of 20 tokens on the default model with their hidden
+# states (0.3 MB each; 4,500 without), or one 512-token run on a 12 x 12 base-size model (150 MB of attention)
+# beside a class's sentences.
+DEFAULT_RUN_CACHE_MB = 256
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,15 @@ def torch_threads(environ: Mapping[str, str] | None = None) -> int:
     return int(setting(TORCH_THREADS, text)) if text else DEFAULT_TORCH_THREADS
 
 
+def run_cache_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """The bound of the server's cache of runs in bytes: ``VIZCORE_RUN_CACHE_MB`` (MB above 0) or the default."""
+    environ = os.environ if environ is None else environ
+    text = environ.get(RUN_CACHE_MB, "").strip()
+    return int((setting(RUN_CACHE_MB, text, whole=False) if text else DEFAULT_RUN_CACHE_MB) * 2**20)
+
+
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
     """VizError for the first of the server's variables that is set to something that is not a valid value."""
     torch_threads(environ)
+    run_cache_bytes(environ)
     Limits.from_env(environ)
