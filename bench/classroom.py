@@ -140,6 +140,7 @@ class ClassResult:
     before: ServerSample | None = None
     after: ServerSample | None = None
     bench_cpu_s: float = 0.0  # this process's own CPU: the students share the machine with the server
+    wave_cpu_s: dict[str, float] = field(default_factory=dict)  # the server's CPU seconds during each wave
 
     def errors(self) -> Counter:
         return Counter(run.error for runs in self.waves.values() for run in runs if run.error)
@@ -283,7 +284,10 @@ async def run_class(url: str, students: int, pids: list[int], timeout: float = 1
     spy = start_profile(pids[0], profile, gil) if profile and pids else None
     try:
         for wave in waves:
+            start = sample(pids).cpu_s if pids else 0.0
             result.waves[wave.name] = list(await asyncio.gather(*(wave.step(tab, s) for tab, s in zip(tabs, class_))))
+            if pids:  # a wave's own cost: which page to make cheaper (the waves are throughput-bound)
+                result.wave_cpu_s[wave.name] = sample(pids).cpu_s - start
     finally:
         if spy is not None:
             stop_profile(spy)
@@ -374,7 +378,10 @@ def summary(result: ClassResult) -> str:
     for name, runs in result.waves.items():
         p50, p95, worst = spread(runs)
         errors = Counter(run.error for run in runs if run.error)
-        lines.append(f"  {name:13} p50 {p50:6.2f} s  p95 {p95:6.2f} s  max {worst:6.2f} s  errors {dict(errors) or 0}")
+        cpu = (f"  server CPU {result.wave_cpu_s[name] / result.students:.3f} s a student"
+               if name in result.wave_cpu_s else "")
+        lines.append(f"  {name:13} p50 {p50:6.2f} s  p95 {p95:6.2f} s  max {worst:6.2f} s  errors {dict(errors) or 0}"
+                     + cpu)
         for run in runs:
             if run.error:
                 lines.append(f"    {run.page}: {run.error}: {run.detail}")

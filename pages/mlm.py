@@ -230,7 +230,8 @@ def masked_words(device: str) -> None:
         if rule_tab.open:  # any sentence: it needs no prediction
             show_masking_rule(name, device)
             return
-        result = or_none(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)))
+        result = or_none(fm.get_fill, name, device, text, int(st.session_state.get("fill_mask.top_k", 5)),
+                         lens_tab.open)
         if result is None:
             return
         if result.truncated:

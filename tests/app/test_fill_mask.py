@@ -151,6 +151,23 @@ def test_logit_lens_has_a_row_per_layer_ending_in_the_prediction(app):
     np.testing.assert_allclose(z[-1], scores, rtol=1e-4)
 
 
+def test_only_the_layer_by_layer_tab_reads_the_lenses(new_app, weights, monkeypatch):
+    """The lenses read the MLM head at every layer, as much CPU as the prediction: a class arriving on the
+    Predictions tab does not pay for them; the lens tab, opened after it on the same sentence, still has them."""
+    from vizcore.mlm import fill_mask as fill_module
+
+    if weights is not None:
+        monkeypatch.setenv(WEIGHTS_ENV, str(weights))
+    read, original = [], fill_module.read_lens
+    monkeypatch.setattr(fill_module, "read_lens", lambda *args, **kwargs: read.append(1) or original(*args, **kwargs))
+    at = new_app(PAGE, masked="Nobody else in these tests reads a [MASK] on the bus.").run()
+    assert not at.exception and bar_words(at) and not read
+    open_tab(at, "fill_mask.tab", "Attention of the mask")
+    assert chart(at, "fill_mask.attention") and not read
+    open_tab(at, "fill_mask.tab", "Layer by layer")
+    assert chart(at, "fill_mask.lens") and read
+
+
 @pytest.fixture
 def lens_file(tmp_path, monkeypatch, weights):
     """A tuned lens for the masked-LM in use (random translators, named for its weights file) and a card."""

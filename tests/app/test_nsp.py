@@ -97,3 +97,26 @@ def test_the_head_steppers_pick_the_cls_row_shown(app):
         shown.update(zip(decode_plotly(trace["x"]).tolist(), decode_plotly(trace["y"]).tolist()))
     assert [shown[i] for i in range(len(result.tokens))] == pytest.approx(
         result.cls_attention[1, 4].tolist(), abs=1e-6)
+
+
+def test_a_class_on_one_pair_shares_the_figures_and_the_projector_draws_a_copy(new_app, monkeypatch):
+    """A class opens the section on the same pair: its figures are built once for the server (they were a sixth of
+    the page's CPU), every student gets the same chart, and a projector's session re-lays a copy, not the shared one."""
+    from ui.mlm import nsp
+
+    built = []
+    original = nsp.cls_share_heatmaps
+    monkeypatch.setattr(nsp, "cls_share_heatmaps", lambda *args: built.append(1) or original(*args))
+    pair = {"nsp_a": "Only this test reads this sentence.", "nsp_b": "And this one follows it."}
+    first = new_app(PAGE, **pair).run()
+    projector = new_app(PAGE, **pair)
+    projector.session_state["shared.present"] = True  # the sidebar's projector setting (app.py draws the sidebar)
+    projector.run()
+    second = new_app(PAGE, **pair).run()
+    assert not first.exception and not projector.exception and not second.exception
+    assert len(built) == 1
+    shared = chart(first, "fill_mask.nsp_share")
+    assert chart(second, "fill_mask.nsp_share") == shared
+    assert chart(second, "fill_mask.nsp_bars") == chart(first, "fill_mask.nsp_bars")
+    assert chart(projector, "fill_mask.nsp_share")["layout"]["height"] > shared["layout"]["height"]
+    assert shown_probability(second) == pytest.approx(expected(*pair.values()), abs=1e-6)

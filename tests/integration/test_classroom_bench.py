@@ -64,6 +64,8 @@ def test_five_students_go_through_every_wave_and_each_sees_their_own_sentence(se
         assert fill.shows("[MASK]") and all(has_word(fill.text(), w) for w in words(student.masked) - {"mask"})
     assert result.before.rss_mb > 100 and result.after.rss_mb > 100
     assert result.after.cpu_s > result.before.cpu_s
+    assert list(result.wave_cpu_s) == list(result.waves) and all(cpu > 0 for cpu in result.wave_cpu_s.values())
+    assert sum(result.wave_cpu_s.values()) <= result.after.cpu_s - result.before.cpu_s
     assert len(NAMES) == len(set(NAMES))
 
 

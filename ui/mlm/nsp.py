@@ -10,7 +10,9 @@ Computation: vizcore/mlm/nsp.py · figures: vizcore/mlm/figures.py (NSP section)
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from ui import url_state
@@ -34,10 +36,35 @@ URL_PARAMS = {URL_A: (KEY_A, url_state.Text()), URL_B: (KEY_B, url_state.Text())
               URL_MODEL: (KEY_MODEL, url_state.OneOf(NSP_CHOICES))}
 
 
-@st.cache_data(show_spinner="Reading the pair…", max_entries=32)
-def get_next_sentence(name: str, device: str, text: str, pair: str) -> NextSentence:
+SHARE_TITLE = "Where [CLS] looks, every layer and head"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A pair's answer and the section's figures that depend on nothing else."""
+
+    result: NextSentence
+    gauge: go.Figure
+    share: go.Figure
+
+
+@st.cache_resource(show_spinner="Reading the pair…", max_entries=32)
+def get_reading(name: str, device: str, text: str, pair: str) -> Reading:
+    """One per pair for the whole server, read-only (``for_screen`` draws a copy for the projector). A class opens
+    the page on the same example pair, and building the figures cost more than the rest of the section: the [CLS]
+    shares' three grids alone were a sixth of the page's CPU (py-spy of ``bench.classroom``'s fill-mask wave)."""
     check_pair(text, pair)  # a missing B is said before a model is loaded
-    return next_sentence(get_model(name, device, "nsp"), text, pair)
+    result = next_sentence(get_model(name, device, "nsp"), text, pair)
+    answer = "IsNext" if result.is_next >= 0.5 else "NotNext"
+    return Reading(result, is_next_gauge(result.is_next, f"{result.model}: {answer}"),
+                   cls_share_heatmaps(result, SHARE_TITLE))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def get_bars(name: str, device: str, text: str, pair: str, layer: int, head: int) -> go.Figure:
+    """One head's [CLS] row (1-based ``layer``, ``head``) of the pair's reading, as ``get_reading``'s figures."""
+    result = get_reading(name, device, text, pair).result
+    return cls_attention_bars(result, layer - 1, head - 1, f"[CLS]'s attention · layer {layer}, head {head}")
 
 
 @st.cache_data(show_spinner="Scoring the examples…", max_entries=8)
@@ -108,14 +135,13 @@ def pair_controls() -> tuple[str, str, str]:
     return name, text, pair
 
 
-def show_answer(result: NextSentence, name: str, device: str) -> None:
+def show_answer(reading: Reading, name: str, device: str) -> None:
     """The gauge beside the examples' table."""
+    result = reading.result
     if result.truncation_note:
         st.warning(result.truncation_note)
     left, right = st.columns([2, 3])
-    left.plotly_chart(for_screen(is_next_gauge(result.is_next, f"{result.model}: "
-                                               f"{'IsNext' if result.is_next >= 0.5 else 'NotNext'}")),
-                      key="fill_mask.nsp_gauge", config=CHART)
+    left.plotly_chart(for_screen(reading.gauge), key="fill_mask.nsp_gauge", config=CHART)
     left.caption(f"P(IsNext) = {result.is_next:.4f}, P(NotNext) = {1 - result.is_next:.4f} "
                  f"(logits {result.logits[0]:.3f} and {result.logits[1]:.3f}).")
     probabilities = or_none(get_examples, name, device)
@@ -131,18 +157,16 @@ def show_answer(result: NextSentence, name: str, device: str) -> None:
                 + " (segment A up to the first [SEP], then B)")
 
 
-def show_cls_attention(result: NextSentence) -> None:
+def show_cls_attention(reading: Reading, name: str, device: str, text: str, pair: str) -> None:
     """Every head's [CLS] row as shares of A / B / specials, then one head's row token by token."""
     st.markdown("The head reads only the [CLS] token's last hidden state, so whatever it knows of A and B "
                 "reached [CLS] through attention. Where does each head's [CLS] row look?")
-    st.plotly_chart(for_screen(cls_share_heatmaps(result, "Where [CLS] looks, every layer and head")),
-                    key="fill_mask.nsp_share", config=CHART)
-    layers, heads = result.share["A"].shape
+    st.plotly_chart(for_screen(reading.share), key="fill_mask.nsp_share", config=CHART)
+    layers, heads = reading.result.share["A"].shape
     # Starts on the last layer, not the house default: the next-sentence head reads [CLS] after the last layer.
     layer, head = layer_head(layers, heads, (KEY_LAYER, KEY_HEAD), default=(layers, 1))
-    st.plotly_chart(for_screen(cls_attention_bars(result, layer - 1, head - 1,
-                                                  f"[CLS]'s attention · layer {layer}, head {head}")),
-                    key="fill_mask.nsp_bars", config=CHART)
+    st.plotly_chart(for_screen(get_bars(name, device, text, pair, layer, head)), key="fill_mask.nsp_bars",
+                    config=CHART)
     st.caption("Each head's [CLS] row sums to 1: the three grids add up to 100 % per cell. Hover for the values. "
                "Layers and heads count from 1.")
 
@@ -155,10 +179,11 @@ def show_section(device: str) -> None:
         "**NotNext**. BERT trained on pairs that were, half the time, the real next sentence and otherwise a "
         "sentence from another document.")
     name, text, pair = pair_controls()
-    result = or_none(get_next_sentence, name, device, text, pair)
-    if result is None:
+    reading = or_none(get_reading, name, device, text, pair)
+    if reading is None:
         return
-    show_answer(result, name, device)
-    show_cls_attention(result)
-    st.download_button("Download the result (JSON)", json.dumps(result.to_dict(), ensure_ascii=False, indent=1),
+    show_answer(reading, name, device)
+    show_cls_attention(reading, name, device, text, pair)
+    st.download_button("Download the result (JSON)",
+                       json.dumps(reading.result.to_dict(), ensure_ascii=False, indent=1),
                        file_name="next-sentence.json", mime="application/json", key="fill_mask.nsp_download")

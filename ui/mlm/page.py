@@ -58,8 +58,10 @@ def mlm_or_none(name: str, device: str) -> LoadedModel | None:
 
 
 @st.cache_data(show_spinner="Predicting the masked words…", max_entries=32)
-def get_fill(name: str, device: str, text: str, top_k: int) -> FillMaskResult:
-    return fill_mask(get_model(name, device, "mlm"), text, top_k=top_k, lens_top_k=5)
+def get_fill(name: str, device: str, text: str, top_k: int, lenses: bool) -> FillMaskResult:
+    """``lenses``: the logit and tuned lenses too, for the layer-by-layer tab only. They read the MLM head at every
+    layer: a fifth of the page's CPU for a class arriving on the Predictions tab (py-spy, bench.classroom)."""
+    return fill_mask(get_model(name, device, "mlm"), text, top_k=top_k, lens_top_k=5, lenses=lenses)
 
 
 @st.cache_data(max_entries=1)

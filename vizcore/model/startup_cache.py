@@ -16,6 +16,7 @@ them bit for bit against what is stored. A missing or damaged entry is a miss, n
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -53,22 +54,40 @@ def cache_dir() -> Path:
     return Path(base) / "vizcore" / "startup"
 
 
+_VIZCORE = Path(__file__).resolve().parents[1]
+
+
 def fingerprint() -> dict:
-    """Everything a cached result depends on besides the text (cheap: file stats, no hashing of weights)."""
+    """Everything a cached result depends on besides the text (cheap: file stats, no hashing of weights).
+
+    Every page run that shows a sentence asks for it (``ui.state.get_run``), so its slow parts are kept: the
+    packages' versions (read from their metadata files: 3 ms a call, about a tenth of a Home page run's CPU)
+    once a process, as the process cannot import other versions of them; the code's hash once per state of its
+    files (size, modification time)."""
     folder = embedded_minilm_path()
     files = sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
                    for p in folder.rglob("*") if p.is_file())
-    here = Path(__file__).resolve().parents[1]
-    code = hashlib.sha256(b"".join((here / name).read_bytes() for name in _CODE)).hexdigest()
+    code_files = tuple((_VIZCORE / name).stat() for name in _CODE)
     return {
         "format": FORMAT,
         "model": DEFAULT_MODEL,
         "files": files,
-        "code": code,
-        "versions": {package: metadata.version(package) for package in _PACKAGES},
+        "code": _code_hash(tuple((s.st_size, s.st_mtime_ns) for s in code_files)),
+        "versions": dict(_versions()),  # a copy: a caller may change its dict
         "cpus": os.cpu_count(),
         "threads": {name: os.environ.get(name) for name in _THREAD_ENV},
     }
+
+
+@functools.lru_cache(maxsize=4)
+def _code_hash(stats: tuple[tuple[int, int], ...]) -> str:
+    """The extraction code's hash; ``stats`` (each file's size and modification time) only key the cache."""
+    return hashlib.sha256(b"".join((_VIZCORE / name).read_bytes() for name in _CODE)).hexdigest()
+
+
+@functools.cache
+def _versions() -> dict[str, str]:
+    return {package: metadata.version(package) for package in _PACKAGES}
 
 
 def entry_path(text: str, pair: str | None) -> Path:
