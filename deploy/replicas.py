@@ -338,10 +338,23 @@ class Supervisor:
             raise SystemExit(1)
         if changed:
             self._write_state()
-            if all(replica.ready for replica in self.replicas) and not self.announced:
-                self.announced = True
-                host = socket.gethostname() if self.listen.startswith("0.0.0.0:") else self.listen.rsplit(":", 1)[0]
-                self.say(f"all {len(self.replicas)} replicas answer: open http://{host}:{self.port}/")
+        if not self.announced and self.ready():
+            self.announced = True
+            host = socket.gethostname() if self.listen.startswith("0.0.0.0:") else self.listen.rsplit(":", 1)[0]
+            self.say(f"all {len(self.replicas)} replicas answer: open http://{host}:{self.port}/")
+
+    def ready(self) -> bool:
+        """Every replica answers its health check and nginx accepts connections: a visitor can come in. (The
+        replicas may be up before nginx listens: a test that went on when they were refused its first visit.)"""
+        if not all(replica.ready for replica in self.replicas):
+            return False
+        host = self.listen.rsplit(":", 1)[0]
+        try:
+            with socket.create_connection(("127.0.0.1" if host == "0.0.0.0" else host, self.port),
+                                          timeout=self.timing.timeout):
+                return True
+        except OSError:
+            return False
 
     def _stop_replica(self, replica: Replica) -> None:
         if replica.process is None:

@@ -48,7 +48,7 @@ def cluster(tmp_path):
                             timing=Timing(fail_timeout=1))
     supervisor.start()
     try:
-        _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
+        _wait(lambda: (supervisor.check(), supervisor.ready())[1])
         yield supervisor
     finally:
         supervisor.stop()
@@ -158,7 +158,7 @@ def test_stop_leaves_no_process(tmp_path):
     port = free_port_block(3)
     supervisor = Supervisor(2, port, tmp_path, _fake, find_nginx(), say=lambda text: None)
     supervisor.start()
-    _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
+    _wait(lambda: (supervisor.check(), supervisor.ready())[1])
     # nginx's master forks its worker after it starts: ready replicas do not mean it has (a loaded clean clone
     # counted the master alone)
     _wait(lambda: bool(descendants(supervisor.nginx.pid)))
@@ -178,7 +178,7 @@ def test_the_replicas_share_one_rooms_store_watched_and_stopped_with_them(tmp_pa
                             timing=Timing(timeout=1.0, fails=2, stop_wait=1.0), redis=find_redis())
     supervisor.start()
     try:
-        _wait(lambda: (supervisor.check(), all(r.ready for r in supervisor.replicas))[1])
+        _wait(lambda: (supervisor.check(), supervisor.ready())[1])
         url = f"redis://127.0.0.1:{port + 3}/0"
         assert [environ(r.process.pid).get(ROOMS_ENV) for r in supervisor.replicas] == [url, url]
         assert redis_answers(port + 3)

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from deploy.replicas import _free, main
+from deploy.replicas import Supervisor, _free, main
 
 
 def test_a_listening_port_is_busy_and_a_port_in_time_wait_is_free():
@@ -38,3 +38,21 @@ def test_another_checkout_that_is_not_the_app_is_refused_with_a_message(tmp_path
     with pytest.raises(SystemExit) as stopped:
         main(["--app", str(tmp_path), "--port", "1"])
     assert "no app.py and ui/launch.py there" in str(stopped.value) and str(tmp_path) in str(stopped.value)
+
+
+def test_the_cluster_is_ready_only_when_nginx_accepts_too(tmp_path):
+    """The replicas may answer before nginx listens: the supervisor announced the address then (and the nginx
+    tests went on and were refused their first visit, in a loaded clean clone)."""
+    with socket.socket() as probe:  # a free port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    supervisor = Supervisor(1, port, tmp_path, lambda host, port: ["true"], "nginx")
+    supervisor.replicas[0].ready = True
+    assert not supervisor.ready()
+    with socket.socket() as nginx:
+        nginx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        nginx.bind(("127.0.0.1", port))
+        nginx.listen()
+        assert supervisor.ready()
+        supervisor.replicas[0].ready = False
+        assert not supervisor.ready()
