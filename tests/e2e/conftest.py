@@ -105,8 +105,31 @@ def context(browser):
     scripts and plotly.js compiled from one test to the next (a fresh context per test cost Chromium 1.5-3
     CPU-s more a page). Each page is still a new Streamlit session: its own websocket, its own state."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.on("page", count_finished_runs)
     yield context
     context.close()
+
+
+def count_finished_runs(page) -> None:
+    """Count the runs the server says have finished on this page's websocket (its ``script_finished`` messages) in
+    ``page.finished_runs``, for ``run_and_wait``. The page's own run state can miss a run: a fast run's 'running'
+    and 'notRunning' may reach React in one task and be drawn as one render, so the attribute never changes (step by
+    step's Masks tab, twice in clean clones once the models were frozen out of the per-run GC and runs got shorter)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    page.finished_runs = 0
+
+    def on_frame(payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            try:
+                message = ForwardMsg.FromString(bytes(payload))
+            except Exception:  # not a ForwardMsg: not a run's end
+                return
+            if message.WhichOneof("type") == "script_finished":
+                page.finished_runs += 1
+
+    page.on("websocket", lambda socket: socket.on("framereceived", on_frame)
+            if socket.url.endswith("/_stcore/stream") else None)
 
 
 @pytest.fixture
@@ -195,8 +218,16 @@ def run_and_wait(page, act, timeout_s: float = 120) -> None:
     be idle: a run seen to start needs only half a second of stillness after it, not the wait that covers a run
     that has not started yet."""
     before = page.evaluate(_BUSY_AND_QUIET) and page.evaluate("window.__runs")
+    finished = getattr(page, "finished_runs", None)  # the server's word, where the page's socket is watched
     act()
-    page.wait_for_function(f"window.__runs > {before}", timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(f"window.__runs > {before}"):
+        if finished is not None and page.finished_runs > finished:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no run started in {timeout_s:g} s (runs seen {page.evaluate('window.__runs')}, "
+                               f"finished on the socket {getattr(page, 'finished_runs', 'not watched')})")
+        page.wait_for_timeout(50)  # Playwright delivers the socket's frames while it waits
     wait_until_idle(page, quiet_ms=500, timeout_s=timeout_s)
 
 

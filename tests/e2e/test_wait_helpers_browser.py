@@ -24,3 +24,16 @@ def test_a_run_is_counted_even_when_its_start_and_end_are_observed_together(page
     assert runs_after(page, "running") == 2  # one observed alone
     assert runs_after(page, "notRunning") == 2  # its end is not a run
     assert runs_after(page, "running", "notRunning", "running", "notRunning") == 4
+
+
+def test_the_server_s_finished_runs_are_counted_from_the_page_s_socket(page, app_url):
+    """The second signal run_and_wait reads: a run whose state change the page never drew (its start and end in one
+    React render, so no mutation at all) is still seen, from the server's script_finished on the websocket."""
+    from tests.e2e.conftest import run_and_wait, wait_until_idle
+
+    page.goto(f"{app_url}/?text=A+first+sentence.")
+    wait_until_idle(page)
+    first = page.finished_runs
+    assert first >= 1  # the page's first run
+    run_and_wait(page, page.get_by_role("button", name="The cat sat…").click)
+    assert page.finished_runs > first
