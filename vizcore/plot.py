@@ -185,29 +185,29 @@ def matrix_heatmap(
     """A labelled heatmap of a ``[row, column]`` matrix; hover shows row, column and the exact value.
 
     ``scale`` gives colours and range (default: red/blue centred on zero, for signed numbers such as Q,
-    K, scores; ``ATTENTION`` for weights); ``zrange`` overrides the range. Rows and columns are
-    positions, labels are ticks.
+    K, scores; ``ATTENTION`` for weights); ``zrange`` overrides the range. An axis without labels is its
+    positions (numbers); an axis with labels is categorical, one category per drawn row or column (repeats
+    made unique: ``unique_labels``), so the hover reads its labels from the axes, as ``attention_heatmap``'s:
+    no string per cell (a token x 384 map's 4,608 hover strings were three quarters of its cost: built,
+    validated, deep-copied and serialised on every page run).
     """
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim == 1:
         matrix = matrix[None, :]
     rows, cols = matrix.shape
-    row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
-    col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
     step = thinning_step(rows, cols, max_cells)
     r_idx, c_idx = np.arange(0, rows, step), np.arange(0, cols, step)
     shown = matrix[np.ix_(r_idx, c_idx)]
-    hover = np.array([[f"{row_title} {row_labels[r]}<br>{col_title} {col_labels[c]}" for c in c_idx]
-                      for r in r_idx], dtype=object)
+    x = c_idx if col_labels is None else unique_labels(np.asarray(list(col_labels), dtype=object)[c_idx])
+    y = r_idx if row_labels is None else unique_labels(np.asarray(list(row_labels), dtype=object)[r_idx])
     zmin, zmax = zrange or scale.zrange(shown)
     heatmap = {
-        "type": "heatmap", "z": shown.astype(np.float32), "x": c_idx, "y": r_idx, "customdata": hover,
+        "type": "heatmap", "z": shown.astype(np.float32), "x": x, "y": y,
         "zmin": zmin, "zmax": zmax, "colorscale": scale.colorscale,
-        "hovertemplate": f"%{{customdata}}<br>{value_name} %{{z:.5g}}<extra></extra>",
+        "hovertemplate": f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value_name} %{{z:.5g}}<extra></extra>",
         "colorbar": colour_bar(value_name),
     }
-    x_ticks = [int(c_idx[i]) for i in tick_positions(len(c_idx), 20)]
-    y_ticks = [int(r_idx[i]) for i in tick_positions(len(r_idx), 32)]
+    x_ticks, y_ticks = tick_positions(len(c_idx), 20), tick_positions(len(r_idx), 32)
     title = f"{title} · shape {rows} × {cols}"
     if step > 1:
         title += f" (every {_ordinal(step)} row and column drawn)"
@@ -216,14 +216,35 @@ def matrix_heatmap(
     # page draws about twenty of these a run), the constructor validates the same values once (6 ms).
     layout = {
         **base_layout_dict(title, height),
-        "xaxis": {"title": {"text": col_title}, "tickmode": "array", "tickvals": x_ticks,
-                  "ticktext": [col_labels[i] for i in x_ticks], "tickfont": {"size": TICK_FONT_SIZE}, "side": "top",
-                  "tickangle": -60 if cols <= 40 else 0},
-        "yaxis": {"title": {"text": row_title}, "tickmode": "array", "tickvals": y_ticks,
-                  "ticktext": [row_labels[i] for i in y_ticks], "autorange": "reversed",
+        "xaxis": {"title": {"text": col_title}, **_matrix_ticks(x, x_ticks), "tickfont": {"size": TICK_FONT_SIZE},
+                  "side": "top", "tickangle": -60 if cols <= 40 else 0},
+        "yaxis": {"title": {"text": row_title}, **_matrix_ticks(y, y_ticks), "autorange": "reversed",
                   "tickfont": {"size": TICK_FONT_SIZE}},
     }
     return go.Figure(data=[heatmap], layout=layout)
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """``labels`` as categories of one axis: a repeat gets invisible zero-width-space suffixes (plotly merges equal
+    categories), as ``axis_labels`` does for tokens; the text is left as given."""
+    seen: dict[str, int] = {}
+    unique = []
+    for label in map(str, labels):
+        while label in seen:  # a suffixed repeat could equal a label given later: suffix until unique
+            seen[label] += 1
+            label += "\u200b" * seen[label]
+        seen[label] = 0
+        unique.append(label)
+    return unique
+
+
+def _matrix_ticks(values, ticks: list[int]) -> dict:
+    """A matrix axis's ticks at positions ``ticks`` of its drawn ``values``: numbers (positions) or categories."""
+    if isinstance(values, np.ndarray):
+        return {"tickmode": "array", "tickvals": [int(values[i]) for i in ticks],
+                "ticktext": [str(int(values[i])) for i in ticks]}
+    return {"type": "category", "tickmode": "array", "tickvals": [values[i] for i in ticks],
+            "ticktext": [values[i] for i in ticks]}
 
 
 def _ordinal(n: int) -> str:

@@ -11,7 +11,7 @@ from transformers import RobertaConfig, RobertaModel
 from vizcore.cli import main
 from vizcore.errors import VizError
 from vizcore.model.loading import LoadedModel, load_model
-from vizcore.plot import MAX_CELLS, matrix_heatmap
+from vizcore.plot import MAX_CELLS, matrix_heatmap, unique_labels
 from vizcore.positional.encoding import (
     check_offset,
     learned_positions,
@@ -155,14 +155,24 @@ def test_big_heatmaps_are_thinned_and_say_so():
     assert z.size <= MAX_CELLS and "every 3rd row and column drawn" in fig.layout.title.text
     assert "shape 2048 × 1024" in fig.layout.title.text
     assert fig.data[0].z[1][1] == pytest.approx(table[3, 3], abs=1e-6)  # drawn cells keep exact values
-    assert fig.data[0].customdata[1][1] == "position 3<br>dimension 3"
+    assert (fig.data[0].y[1], fig.data[0].x[1]) == (3, 3)  # the hover reads the drawn cell's positions off the axes
+    assert fig.data[0].hovertemplate.startswith("position %{y}<br>dimension %{x}<br>PE %{z")
 
 
 def test_small_heatmap_has_every_cell_a_legend_and_hover_values():
     fig = matrix_heatmap(np.array([[1.0, -2.0], [0.5, 0.0]]), "M", row_labels=["a", "b"], col_labels=["x", "y"])
     assert np.asarray(fig.data[0].z).tolist() == [[1.0, -2.0], [0.5, 0.0]]
     assert fig.data[0].colorbar.title.text == "value" and (fig.data[0].zmin, fig.data[0].zmax) == (-2.0, 2.0)
-    assert "%{z" in fig.data[0].hovertemplate and fig.data[0].customdata[0][1] == "row a<br>column y"
+    assert fig.data[0].hovertemplate.startswith("row %{y}<br>column %{x}<br>value %{z")
+    assert list(fig.data[0].y) == ["a", "b"] and list(fig.data[0].x) == ["x", "y"] and fig.data[0].customdata is None
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "category"
+
+
+def test_repeated_labels_stay_rows_of_their_own():
+    fig = matrix_heatmap(np.arange(6.0).reshape(3, 2), "M", row_labels=["the", "cat", "the"], row_title="token")
+    assert len(set(fig.data[0].y)) == 3 and [label.rstrip("\u200b") for label in fig.data[0].y] == ["the", "cat", "the"]
+    assert list(fig.layout.yaxis.ticktext) == list(fig.data[0].y)  # the repeat's suffix is invisible
+    assert unique_labels(["a", "a", "a\u200b"]) == ["a", "a\u200b", "a\u200b\u200b"]
 
 
 def test_waves_and_scatter_figures_carry_the_data():
