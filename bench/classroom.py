@@ -215,6 +215,28 @@ def sample(pids: list[int]) -> ServerSample:
     return ServerSample(rss_kb / 1024, ticks / os.sysconf("SC_CLK_TCK"), os.getloadavg())
 
 
+IDLE_SHARE = 0.05  # of one core: a server at rest (its event loop's timers)
+IDLE_WINDOW = 5.0  # seconds: longer than any pause of ui.launch's warm-up (it gives the first page 3 s)
+IDLE_TIMEOUT = 120.0
+
+
+def wait_until_idle(pids: list[int], share: float = IDLE_SHARE, window: float = IDLE_WINDOW,
+                    timeout: float = IDLE_TIMEOUT) -> float:
+    """Wait until ``pids`` use less than ``share`` of a core over ``window`` seconds; the seconds waited (``timeout``
+    at most). A server started with ``ui.launch`` keeps warming up in a thread after it answers (the model's opening
+    sentences, plotly's and altair's imports, then the collector's freeze: about 30 s on 2 cores); a class measured
+    on it then would be charged for that work, its CPU and its memory. A teacher's server has been up for minutes."""
+    start = time.monotonic()
+    last = sample(pids).cpu_s
+    while time.monotonic() - start < timeout:
+        time.sleep(window)
+        now = sample(pids).cpu_s
+        if now - last < share * window:
+            break
+        last = now
+    return time.monotonic() - start
+
+
 def start_profile(pid: int, path: Path, gil: bool) -> subprocess.Popen:
     """py-spy sampling ``pid`` (and its children) into ``path`` (collapsed stacks) until ``stop_profile``."""
     command = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid), "--format", "raw",
@@ -269,15 +291,21 @@ async def warm_up(url: str, timeout: float) -> list[PageRun]:
 
 async def run_class(url: str, students: int, pids: list[int], timeout: float = 120.0,
                     warm: bool = True, waves: tuple[Wave, ...] = WAVES, profile: Path | None = None,
-                    gil: bool = False) -> ClassResult:
+                    gil: bool = False, first: int = 0, at_rest: bool = True) -> ClassResult:
     """``students`` tabs through ``waves``, all at once within a wave; the server's ``pids`` sampled around it
-    (and the first one profiled into ``profile`` by py-spy, if given)."""
+    (and the first one profiled into ``profile`` by py-spy, if given). The students are numbered from ``first``:
+    a later class on the same server has sentences of its own. ``at_rest``: the class waits for the server to be
+    at rest (``wait_until_idle``)."""
     if warm:
         for run in await warm_up(url, timeout):
             if not run.ok:
                 print(f"warm-up: {run.page}: {run.error}: {run.detail}")
+    if pids and at_rest:
+        waited = wait_until_idle(pids)
+        print(f"the server at rest after {waited:.0f} s" if waited < IDLE_TIMEOUT else
+              f"the server was still busy after {waited:.0f} s: the class starts on a busy server")
     result = ClassResult(students)
-    class_ = [Student(i) for i in range(students)]
+    class_ = [Student(first + i) for i in range(students)]
     tabs = [StreamlitTab(url, timeout) for _ in class_]
     result.before = sample(pids) if pids else None
     own_start = resource.getrusage(resource.RUSAGE_SELF)
@@ -348,9 +376,11 @@ class has finished the one before. Times: from a student's request (Home: from o
 the page run's last `script_finished`, p50 / p95 (nearest rank) / max over the class. Errors: an exception
 on the page, an error box, a page not found, no `script_finished` within the timeout, a dropped socket.
 RSS and CPU: the server's processes and their children, from /proc, from just before the class (after one
-warm-up visit of every page) to just after; CPU seconds per student over all five waves. The students run
-on the same machine as the server: their own CPU is in each run's printed summary. Like a browser, a student
-sends no websocket pings: a server too busy to answer one is not dropped for it. Load: 1-minute load
+warm-up visit of every page, and once the server is at rest: under 5 % of a core over 5 s) to just after; CPU
+seconds per student over all five waves. `--classes 2`: a second class of other students follows on the same
+server (its row is named "…, class 2"; the first class's sessions are still kept then, for 2 minutes). The
+students run on the same machine as the server: their own CPU is in each run's printed summary. Like a browser,
+a student sends no websocket pings: a server too busy to answer one is not dropped for it. Load: 1-minute load
 average (the machine has {cores} cores; other engineers' work counts in it).
 
 {table}
@@ -412,10 +442,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--static", action="store_true",
                         help="on arrival each student also fetches the page's files over HTTP, as a browser "
                              "without a cache (index.html, its ~60 scripts and styles, the plotly chunk)")
+    parser.add_argument("--classes", type=int, default=1,
+                        help="classes one after another on the same server, each of new students with sentences of "
+                             "their own (the memory a second class adds: what the first left is reused or not)")
+    parser.add_argument("--first", type=int, default=0,
+                        help="the first student's number (a class of other students, on a server that had one)")
     parser.add_argument("--write", action="store_true", help="add or replace this run's row in docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
     if args.students < 1:
         parser.error("--students must be at least 1")
+    if args.classes < 1:
+        parser.error("--classes must be at least 1")
 
     from tests.e2e.conftest import streamlit_server
 
@@ -431,14 +468,20 @@ def main(argv: list[str] | None = None) -> None:
             print("no server process found on this machine: memory and CPU are not measured (give --pid)")
         start = time.perf_counter()
         waves = (Wave(WAVES[0].name, arrive_with_files), *WAVES[1:]) if args.static else WAVES
-        result = asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm, waves, args.profile,
-                                       args.gil))
-        print(summary(result))
+        results = []
+        for number in range(args.classes):
+            if args.classes > 1:
+                print(f"class {number + 1} of {args.classes}")
+            results.append(asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm and not number,
+                                                 waves, args.profile if not number else None, args.gil,
+                                                 first=args.first + number * args.students)))
+            print(summary(results[-1]))
         if args.profile and pids:
             print(profile_summary(args.profile))
         print(f"  wall time {time.perf_counter() - start:.1f} s")
     if args.write:
-        print(f"wrote {write(result, args.label)}")
+        for number, result in enumerate(results):
+            print(f"wrote {write(result, args.label if not number else f'{args.label}, class {number + 1}')}")
 
 
 if __name__ == "__main__":

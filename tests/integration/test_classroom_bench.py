@@ -39,7 +39,7 @@ def token_labels(text: str) -> set[str]:
 def test_five_students_go_through_every_wave_and_each_sees_their_own_sentence(server_url):
     pid = listening_pid(urlsplit(server_url).port)
     assert pid is not None
-    result = run_async(run_class(server_url, STUDENTS, [pid], warm=False))
+    result = run_async(run_class(server_url, STUDENTS, [pid], warm=False, at_rest=False))  # rest: a unit test
 
     assert result.errors() == {}, [(r.page, r.error, r.detail) for runs in result.waves.values() for r in runs]
     assert list(result.waves) == [wave.name for wave in WAVES]

@@ -19,6 +19,25 @@ def test_a_hundred_students_have_a_hundred_sentences_each_with_its_own_name_and_
         assert len(differing) == 1 and differing[0][0].startswith("[MASK]")
 
 
+def test_a_second_class_has_sentences_of_its_own():
+    first, second = ({Student(start + i).sentence for i in range(30)} for start in (0, 30))
+    assert len(first) == len(second) == 30 and not first & second
+
+
+def test_a_class_waits_for_the_server_to_be_at_rest(monkeypatch):
+    """The server's CPU seconds at each sample: busy (a second a window) for three windows, then at rest."""
+    cpu = iter([0.0, 1.0, 2.0, 3.0, 3.1, 99.0])
+    clock = [0.0]
+    monkeypatch.setattr(classroom, "sample", lambda pids: ServerSample(500.0, next(cpu), (0.0, 0.0, 0.0)))
+    monkeypatch.setattr(classroom.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(classroom.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    assert classroom.wait_until_idle([1], share=0.05, window=5.0) == 20.0  # 0.1 s over the 4th window: at rest
+    busy = iter(range(0, 1000, 5))
+    monkeypatch.setattr(classroom, "sample", lambda pids: ServerSample(500.0, float(next(busy)), (0.0, 0.0, 0.0)))
+    clock[0] = 0.0
+    assert classroom.wait_until_idle([1], window=5.0, timeout=30.0) == 30.0  # never at rest: gives up at the timeout
+
+
 def test_percentile_is_the_nearest_rank():
     values = [float(v) for v in range(1, 21)]  # 1 .. 20
     assert percentile(values, 0.5) == 10.0 and percentile(values, 0.95) == 19.0 and percentile(values, 1.0) == 20.0
