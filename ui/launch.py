@@ -92,6 +92,9 @@ def freeze_what_is_loaded(what: str = "at start") -> None:
 
 
 def main(argv: list[str]) -> None:
+    from vizcore.serve.memory import tune_malloc
+
+    tune_malloc()  # before any other thread allocates (it says why: a class's memory goes back to the system)
     from streamlit.web import cli
 
     from vizcore.errors import VizError
