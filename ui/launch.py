@@ -74,21 +74,9 @@ def _warm_up() -> None:
     except Exception as error:  # a warm-up must never stop the server; the page reports real errors
         print(f"warm-up skipped: {error}", file=sys.stderr)
     finally:
+        from vizcore.serve.memory import freeze_what_is_loaded
+
         freeze_what_is_loaded()
-
-
-def freeze_what_is_loaded(what: str = "at start") -> None:
-    """Streamlit collects all garbage after every page run (``runner.postScriptGC``), and a full collection walks
-    every object the process tracks: with torch, transformers and the model loaded, about 600,000, 0.38 s a run,
-    with the interpreter's lock held (bench/classroom.py's profile of 30 students: 36 % of the server's samples, a
-    class's runs one after another). What is loaded by now stays for the server's life: ``gc.freeze`` moves it out
-    of the collector's sight (a full collection then walks only what the sessions made). Called again after each
-    model a page loads later (ui/state.py), whose objects would otherwise be walked at every run."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    print(f"vizcore: {gc.get_freeze_count():,} objects loaded {what} left out of garbage collection", file=sys.stderr)
 
 
 def main(argv: list[str]) -> None:

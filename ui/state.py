@@ -79,8 +79,8 @@ def _load_model(name: str, device: str, head: str) -> LoadedModel:
     # Always called with all three arguments: Streamlit keys a cache on the arguments as passed, so
     # get_model(n, d) and get_model(n, d, "base") would otherwise load the same model twice.
     import_model_stack()
-    from ui.launch import freeze_what_is_loaded
     from vizcore.model.loading import load_model
+    from vizcore.serve.memory import freeze_what_is_loaded
 
     loaded = load_model(name, device=device, head=head)
     freeze_what_is_loaded(f"with {name} ({head})")  # a model loaded after the start: out of every run's full GC

@@ -28,7 +28,7 @@ import transformers  # what the warm-up has loaded by then: torch, transformers,
 from vizcore.model.loading import load_model
 from vizcore.model.catalog import DEFAULT_MODEL
 model = load_model(DEFAULT_MODEL, device="cpu")
-from ui.launch import freeze_what_is_loaded
+from vizcore.serve.memory import freeze_what_is_loaded
 before = len(gc.get_objects())
 freeze_what_is_loaded()
 print(before, len(gc.get_objects()), gc.get_freeze_count())

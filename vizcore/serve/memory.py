@@ -1,4 +1,6 @@
-"""The server's C heap: fewer malloc arenas and a fixed mmap threshold, so memory a class used goes back to the system.
+"""The server's memory: the C heap (fewer malloc arenas, a fixed mmap threshold: memory a class used goes back to
+the system, ``tune_malloc``) and the collector (what is loaded for the server's life kept out of its sight,
+``freeze_what_is_loaded``).
 
 Streamlit runs every session's script in a thread of its own, and glibc gives each new thread that allocates an
 arena of its own, up to 8 a core (16 here): each arena grows to its threads' largest moment and keeps what it freed
@@ -15,8 +17,10 @@ there is left as it is. Other C libraries: nothing is changed.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import platform
+import sys
 from typing import Mapping
 
 ARENAS = 2  # the main thread's arena and one for every other thread: the 2 cores' worth of concurrent allocation
@@ -38,3 +42,15 @@ def tune_malloc(environ: Mapping[str, str] | None = None) -> dict[str, int]:
         if not environ.get(name, "").strip() and libc.mallopt(option, value) == 1:
             made[name] = value
     return made
+
+
+def freeze_what_is_loaded(what: str = "at start") -> None:
+    """Streamlit collects all garbage after every page run (``runner.postScriptGC``), and a full collection walks
+    every object the process tracks: with torch, transformers and the model loaded, about 600,000, 0.38 s a run,
+    with the interpreter's lock held (bench/classroom.py's profile of 30 students: 36 % of the server's samples, a
+    class's runs one after another). What is loaded by now stays for the server's life: ``gc.freeze`` moves it out
+    of the collector's sight (a full collection then walks only what the sessions made). Called again after each
+    model a page loads later (ui/state.py's ``_load_model``), whose objects would otherwise be walked at every run."""
+    gc.collect()
+    gc.freeze()
+    print(f"vizcore: {gc.get_freeze_count():,} objects loaded {what} left out of garbage collection", file=sys.stderr)
