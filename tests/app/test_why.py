@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -21,6 +22,12 @@ def why(new_app, **params):
 def chart(at, key: str) -> dict:
     element = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(key) or key in e.proto.id)
     return json.loads(element.proto.spec)
+
+
+def shown_sentence(at) -> str:
+    """The sentence the ablation part shows in bold, as the user reads it (markdown's escapes taken out)."""
+    line = next(m.value for m in at.markdown if m.value.startswith("Sentence: "))
+    return re.sub(r"\\(.)", r"\1", line.split("**")[1])
 
 
 def metrics(at) -> dict[str, str]:
@@ -44,7 +51,7 @@ def test_the_sidebar_sentence_gets_a_word_picker_and_the_offline_masked_lm(new_a
     assert not at.exception and not at.error
     assert "has no masked-LM head" in at.caption[0].value and "minilm-mlm-tuned" in at.caption[0].value
     assert at.selectbox(key="why.word").value == "tired"
-    assert any(TIRED in m.value for m in at.markdown)
+    assert shown_sentence(at) == TIRED
     assert at.info and "No head is switched off" in at.info[0].value
 
 
@@ -53,7 +60,8 @@ def test_the_model_s_own_answer_is_explained_by_default_not_the_masked_word(new_
     answer = models_answer(TIRED)
     assert at.text_input(key="why.ablation.word").value == answer and metrics(at)[f"P({answer})"].endswith("%")
     assert metrics(at)["Top word"] == answer  # the followed word is the answer the model gives
-    sentence = next(m.value for m in at.markdown if TIRED in m.value)
+    sentence = next(m.value for m in at.markdown if m.value.startswith("Sentence: "))
+    assert shown_sentence(at) == TIRED
     from ui.feedback import plain
 
     assert f"the model's answer: **{plain(answer)}**" in sentence
@@ -173,9 +181,18 @@ def test_a_picked_word_of_several_tokens_is_masked_and_the_models_answer_followe
     at = set_shared(why(new_app), text="The cat slept on the windowsill.")
     assert at.selectbox(key="why.word").value == "windowsill"
     assert not at.exception and not at.error
-    masked = next(m.value for m in at.markdown if m.value.startswith("Sentence: ")).split("**")[1]
-    answer = models_answer(masked)
+    answer = models_answer(shown_sentence(at))
     assert f"P({answer})" in metrics(at) and metrics(at)["Top word"] == answer
+
+
+def test_a_sentence_typed_with_enter_is_shown_in_bold_not_between_stars(new_app):
+    """The sidebar's sentence box is a text area: Enter adds a line break, which once kept the bold's closing
+    stars apart from the text ("**Paris is the capital of [MASK]. **" on the page); markup in it stays text."""
+    at = set_shared(why(new_app), text="Paris is the *capital* of France.\n")
+    assert not at.exception and not at.error
+    line = next(m.value for m in at.markdown if m.value.startswith("Sentence: "))
+    assert line.startswith("Sentence: **Paris") and re.search(r"\S\*\* · the model's answer:", line), line
+    assert shown_sentence(at) == "Paris is the *capital* of [MASK]."
 
 
 def test_weight_circuits_show_the_heads_products_and_follow_the_link(new_app):

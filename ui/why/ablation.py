@@ -10,7 +10,7 @@ import json
 import streamlit as st
 
 from ui import url_state
-from ui.feedback import CHART, or_none, or_stop
+from ui.feedback import CHART, or_none, or_stop, plain
 from ui.layer_head import layer_head
 from ui.layout import for_screen
 from ui.state import get_model
@@ -119,7 +119,8 @@ def settings(ctx: WhyContext) -> tuple[str, int, str | None]:
 
 def show(ctx: WhyContext) -> dict:
     loaded = ctx.loaded
-    st.markdown(f"Sentence: **{ctx.masked}**{why.answer_note(ctx)}")
+    # as plain text, without the blank a sentence typed with Enter ends in: "**Paris … [MASK].\n**" kept its stars
+    st.markdown(f"Sentence: **{plain(ctx.masked.strip())}**{why.answer_note(ctx)}")
     mode, top_k, word = settings(ctx)
     heads = head_grid(loaded)
     result = or_stop(get_ablation, ctx.model, ctx.device, ctx.masked, tuple(heads), mode, top_k, word)
