@@ -53,6 +53,14 @@ button:focus-visible, a:focus-visible, summary:focus-visible, [role="tab"]:focus
 [role="tab"]:focus-visible {{
   outline: none !important; box-shadow: inset 0 5px 0 TEXT, inset 0 -3px 0 TEXT !important;
 }}
+/* a radio option and a slider's thumb: their input is hidden, and Streamlit marks focus with a light grey row
+   (1.1:1) or a pink halo round the thumb (under 3:1); react-aria marks the one the keyboard reached */
+[data-testid="stRadioOption"][data-focus-visible], [data-testid="stSlider"] [data-focus-visible] {{
+  outline: 3px solid TEXT !important; outline-offset: 2px !important;
+}}
+/* Focus not hidden (WCAG 2.4.11): Shift+Tab up the page scrolled the control it reached to the top edge, under
+   Streamlit's header (68 px, opaque): Why?'s question, its focus ring and all, was out of sight */
+[data-testid="stMain"] {{ scroll-padding-top: 4.5rem; }}
 [data-testid="stTextAreaRootElement"]:focus-within, [data-testid="stTextInputRootElement"]:focus-within,
 [data-testid="stNumberInputContainer"]:focus-within, [data-baseweb="select"]:focus-within {{
   outline: 2px solid TEXT; outline-offset: 1px;
