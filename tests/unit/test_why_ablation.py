@@ -133,3 +133,14 @@ def test_a_classifiers_heads_are_ablated_in_its_own_encoder(tiny_model_dir):
     np.testing.assert_allclose(effect.after, expected, atol=1e-5)
     assert np.abs(effect.after - effect.before).max() > 1e-4  # the heads mattered: the test can tell
     assert effect.labels == ("neg", "neu", "pos")
+
+
+def test_the_bars_legend_sits_at_the_foot_of_the_figure_under_the_axis_title():
+    """At 1024 x 768 a legend placed at a share of the plot's height below it was drawn over the axis title (8 words)
+    or the tick labels (1 word), measured in Chromium; at the figure's foot plotly keeps the axis clear of it."""
+    from vizcore.why.figures import before_after_bars
+
+    for words in (1, 8, 15):
+        compared = [(f"w{i}", 0.08 - i * 0.005, 0.07) for i in range(words)]
+        legend = before_after_bars(compared, "The masked word").layout.legend
+        assert (legend.yref, legend.y, legend.yanchor, legend.orientation) == ("container", 0, "bottom", "h")

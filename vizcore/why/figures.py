@@ -45,7 +45,10 @@ def before_after_bars(compared: Sequence[tuple[str, float, float]], title: str) 
             textfont={"size": TICK_FONT_SIZE}, customdata=words,
             hovertemplate=f"%{{customdata}}<br>{name}: %{{x:.4f}}<extra></extra>"))
     top = max((max(b, a) for _, b, a in compared), default=1.0)
-    fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.08, "font": {"size": FONT_SIZE}})
+    # the legend at the foot of the figure, not at a share of the plot's height below it: at -0.08 it sat on the
+    # axis title ("probability" over "heads off") at 8 words, and on the tick labels at 1; plotly makes room for it
+    fig.update_layout(barmode="group", legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                                               "x": 0, "font": {"size": FONT_SIZE}})
     fig.update_xaxes(title="probability", range=[0, min(1.0, top * 1.3) or 1.0], tickformat=percent_axis_format(top),
                      tickfont={"size": TICK_FONT_SIZE})
     fig.update_yaxes(tickmode="array", tickvals=positions, ticktext=words, autorange="reversed",
