@@ -35,8 +35,9 @@ CSS = f"""
 }}
 /* Streamlit's plotly theme draws titles, tick labels and legends in #808495, 3.8:1 on white (axe reads no SVG):
    the page's text colour instead (black in the light theme, 21:1; the dark theme's own light text there); so too
-   a bar's value written beside it (outside the bar, on the page's background: the class's answers on Lessons) */
-.js-plotly-plot .main-svg [class$="title"], .js-plotly-plot .xtick text, .js-plotly-plot .ytick text,
+   a bar's value written beside it (outside the bar, on the page's background: the class's answers on Lessons); the
+   tick labels of every axis (a second map's are in .x2tick: Why?'s heads-off map, NSP's grids) */
+.js-plotly-plot .main-svg [class$="title"], .js-plotly-plot g[class$="tick"] > text,
 .js-plotly-plot .legendtext, .js-plotly-plot .cbaxis text, .js-plotly-plot .legendtitletext,
 .js-plotly-plot .bartext-outside {{
   fill: currentColor !important;

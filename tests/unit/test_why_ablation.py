@@ -144,3 +144,19 @@ def test_the_bars_legend_sits_at_the_foot_of_the_figure_under_the_axis_title():
         compared = [(f"w{i}", 0.08 - i * 0.005, 0.07) for i in range(words)]
         legend = before_after_bars(compared, "The masked word").layout.legend
         assert (legend.yref, legend.y, legend.yanchor, legend.orientation) == ("container", 0, "bottom", "h")
+
+
+def test_the_head_with_and_without_the_heads_off_is_one_figure_of_two_maps_and_one_colour_bar():
+    """Two figures in two columns left each map about 60 px wide at 1024 x 768 (seen in Chromium): one figure with
+    one column of query labels and one colour bar leaves each map about 200 px."""
+    from vizcore.why.figures import attention_before_after
+
+    tokens = ["[CLS]", "the", "cat", "[MASK]", ".", "[SEP]"]
+    before, after = np.eye(6, dtype=np.float32), np.full((6, 6), 1 / 6, dtype=np.float32)
+    fig = attention_before_after(before, after, tokens, "Layer 2, head 3")
+    maps = [trace for trace in fig.data if trace.type == "heatmap"]
+    assert len(maps) == 2 and [bool(m.showscale) for m in maps] == [False, True]
+    assert np.array_equal(maps[0].z, before) and np.array_equal(maps[1].z, after)
+    assert (maps[0].zmin, maps[0].zmax) == (maps[1].zmin, maps[1].zmax) == (0.0, 1.0)  # one scale for both
+    assert fig.layout.xaxis.title.text == "key · every head" and fig.layout.xaxis2.title.text == "key · heads off"
+    assert fig.layout.yaxis2.matches == "y" and list(fig.layout.yaxis.ticktext)[2] == "cat"

@@ -21,7 +21,6 @@ from vizcore.errors import VizError
 from vizcore.finetune.analysis import finetuned_model
 from vizcore.mlm.figures import percent
 from vizcore.model.loading import LoadedModel
-from vizcore.plot import attention_heatmap
 from vizcore.why.ablation import (
     MAX_TOP_K,
     MODES,
@@ -33,7 +32,7 @@ from vizcore.why.ablation import (
     head_means,
     parse_heads,
 )
-from vizcore.why.figures import before_after_bars, class_bars, layer_head_heatmap
+from vizcore.why.figures import attention_before_after, before_after_bars, class_bars, layer_head_heatmap
 
 KEY_MODE = "why.ablation.mode"
 KEY_TOP_K = "why.ablation.top_k"
@@ -194,9 +193,7 @@ def attention_section(result: AblationResult, heads: list[tuple[int, int]]) -> N
         st.session_state["why.ablation.view_layer"], st.session_state["why.ablation.view_head"] = layer + 1, head + 1
     layer, head = layer_head(layers, n_heads, ("why.ablation.view_layer", "why.ablation.view_head"))
     layer, head = layer - 1, head - 1
-    columns = st.columns(2)
-    for column, matrix, when in ((columns[0], result.attention_before, "every head"),
-                                 (columns[1], result.attention_after, "heads off")):
-        column.plotly_chart(for_screen(attention_heatmap(matrix[layer, head], result.tokens,
-                                                         title=f"Layer {layer + 1}, head {head + 1}: {when}")),
-                            key=f"why.ablation.attention.{when}", config=CHART)
+    st.plotly_chart(for_screen(attention_before_after(result.attention_before[layer, head],
+                                                      result.attention_after[layer, head], result.tokens,
+                                                      f"Layer {layer + 1}, head {head + 1}: every head, heads off")),
+                    key="why.ablation.attention", config=CHART)
