@@ -326,6 +326,8 @@ def for_projector(figure):
 def _grown_fonts(node, key: str = ""):
     """``node`` (plotly JSON) with every ``...font`` dict's size scaled; a font with no size gets the floor."""
     if isinstance(node, dict):
+        if key == "number" and (node.get("font") or {}).get("size") is None:
+            return node  # an indicator's number without a size: plotly fits it to its gauge, larger than any floor
         out = {k: _grown_fonts(v, k) for k, v in node.items()}
         if key.endswith("font"):
             size = out.get("size")

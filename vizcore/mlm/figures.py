@@ -324,7 +324,8 @@ def is_next_gauge(probability: float, title: str) -> go.Figure:
     colour = IS_NEXT_COLOUR if probability >= 0.5 else NOT_NEXT_COLOUR
     fig = go.Figure(go.Indicator(
         mode="gauge+number", value=100 * probability,
-        number={"suffix": " %", "valueformat": ".1f", "font": {"size": 64, "color": colour}},
+        # no size: plotly fits the number inside the arc; 64 px was wider than the gauge in half of a 1024 px page
+        number={"suffix": " %", "valueformat": ".1f", "font": {"color": colour}},
         title={"text": "P(IsNext): B follows A", "font": {"size": FONT_SIZE}},
         gauge={"axis": {"range": [0, 100], "ticksuffix": " %", "tickfont": {"size": TICK_FONT_SIZE}},
                "bar": {"color": colour, "thickness": 0.35},
