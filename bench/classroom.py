@@ -216,7 +216,9 @@ def sample(pids: list[int]) -> ServerSample:
 
 
 IDLE_SHARE = 0.05  # of one core: a server at rest (its event loop's timers)
-IDLE_WINDOW = 5.0  # seconds: longer than any pause of ui.launch's warm-up (it gives the first page 3 s)
+# seconds: longer than any pause of ui.launch's warm-up: it waits up to 8 s for a first page, then gives it 3 s (a
+# replica that the warm-up visitor did not reach sits 11 s, then loads its model)
+IDLE_WINDOW = 12.0
 IDLE_TIMEOUT = 120.0
 
 
@@ -291,15 +293,19 @@ async def warm_up(url: str, timeout: float) -> list[PageRun]:
 
 async def run_class(url: str, students: int, pids: list[int], timeout: float = 120.0,
                     warm: bool = True, waves: tuple[Wave, ...] = WAVES, profile: Path | None = None,
-                    gil: bool = False, first: int = 0, at_rest: bool = True) -> ClassResult:
+                    gil: bool = False, first: int = 0, at_rest: bool = True,
+                    warm_urls: tuple[str, ...] = ()) -> ClassResult:
     """``students`` tabs through ``waves``, all at once within a wave; the server's ``pids`` sampled around it
     (and the first one profiled into ``profile`` by py-spy, if given). The students are numbered from ``first``:
     a later class on the same server has sentences of its own. ``at_rest``: the class waits for the server to be
-    at rest (``wait_until_idle``)."""
+    at rest (``wait_until_idle``). ``warm_urls``: the warm-up visits these too (each replica at its own address:
+    through the load balancer one visitor reaches one replica, and another's first page would pay for its
+    first runs and its lazily loaded models)."""
     if warm:
-        for run in await warm_up(url, timeout):
-            if not run.ok:
-                print(f"warm-up: {run.page}: {run.error}: {run.detail}")
+        for address in (url, *warm_urls):
+            for run in await warm_up(address, timeout):
+                if not run.ok:
+                    print(f"warm-up: {address} {run.page}: {run.error}: {run.detail}")
     if pids and at_rest:
         waited = wait_until_idle(pids)
         print(f"the server at rest after {waited:.0f} s" if waited < IDLE_TIMEOUT else
@@ -356,7 +362,7 @@ HEADER = (["label", "students"] + [f"{wave.name} p50 / p95 / max s" for wave in 
 def row(result: ClassResult, label: str) -> list[str]:
     before, after = result.before, result.after
     if before and after:
-        memory = f"{before.rss_mb:,.0f} → {after.rss_mb:,.0f} (+{after.rss_mb - before.rss_mb:,.0f})"
+        memory = f"{before.rss_mb:,.0f} → {after.rss_mb:,.0f} ({after.rss_mb - before.rss_mb:+,.0f})"
         cpu = f"{(after.cpu_s - before.cpu_s) / result.students:.2f}"
         load = f"{before.load[0]:.2f} → {after.load[0]:.2f}"
     else:
@@ -376,12 +382,12 @@ class has finished the one before. Times: from a student's request (Home: from o
 the page run's last `script_finished`, p50 / p95 (nearest rank) / max over the class. Errors: an exception
 on the page, an error box, a page not found, no `script_finished` within the timeout, a dropped socket.
 RSS and CPU: the server's processes and their children, from /proc, from just before the class (after one
-warm-up visit of every page, and once the server is at rest: under 5 % of a core over 5 s) to just after; CPU
-seconds per student over all five waves. `--classes 2`: a second class of other students follows on the same
-server (its row is named "…, class 2"; the first class's sessions are still kept then, for 2 minutes). The
-students run on the same machine as the server: their own CPU is in each run's printed summary. Like a browser,
-a student sends no websocket pings: a server too busy to answer one is not dropped for it. Load: 1-minute load
-average (the machine has {cores} cores; other engineers' work counts in it).
+warm-up visit of every page, on 2 replicas at each one's own address too, and once the server is at rest: under
+5 % of a core over 12 s) to just after; CPU seconds per student over all five waves. `--classes 2`: a second
+class of other students follows on the same server (its row is named "…, class 2"; the first class's sessions
+are still kept then, for 2 minutes). The students run on the same machine as the server: their own CPU is in
+each run's printed summary. Like a browser, a student sends no websocket pings: a server too busy to answer one
+is not dropped for it. Load: 1-minute load average (the machine has {cores} cores; other engineers' work counts in it).
 
 {table}
 """
@@ -437,6 +443,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--label", default="default server", help="the row's name in docs/BENCHMARKS.md")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a page run may take")
     parser.add_argument("--no-warm-up", dest="warm", action="store_false")
+    parser.add_argument("--warm-url", action="append", default=[],
+                        help="the warm-up also visits this address (repeat: each replica at its own port)")
     parser.add_argument("--profile", type=Path, help="py-spy the server during the class into this file (raw stacks)")
     parser.add_argument("--gil", action="store_true", help="--profile only samples the thread holding the GIL")
     parser.add_argument("--static", action="store_true",
@@ -474,7 +482,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"class {number + 1} of {args.classes}")
             results.append(asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm and not number,
                                                  waves, args.profile if not number else None, args.gil,
-                                                 first=args.first + number * args.students)))
+                                                 first=args.first + number * args.students,
+                                                 warm_urls=tuple(args.warm_url))))
             print(summary(results[-1]))
         if args.profile and pids:
             print(profile_summary(args.profile))
