@@ -60,6 +60,8 @@ def test_the_model_s_own_answer_is_explained_by_default_not_the_masked_word(new_
     answer = models_answer(TIRED)
     assert at.text_input(key="why.ablation.word").value == answer and metrics(at)[f"P({answer})"].endswith("%")
     assert metrics(at)["Top word"] == answer  # the followed word is the answer the model gives
+    followed = next(m for m in at.metric if m.label == f"P({answer})").proto  # no head off: no change
+    assert followed.delta == "no change" and followed.color == 2 and followed.direction == 2  # grey, no arrow
     sentence = next(m.value for m in at.markdown if m.value.startswith("Sentence: "))
     assert shown_sentence(at) == TIRED
     from ui.feedback import plain

@@ -143,9 +143,12 @@ def answer_section(result: AblationResult, heads: list[tuple[int, int]]) -> None
         columns[0].plotly_chart(for_screen(before_after_bars(mask.compared, title)), key=f"why.ablation.bars{number}",
                                 config=CHART)
         if mask.word is not None:
+            change = f"{(mask.word_after - mask.word_before) * 100:+.2f}"
+            unchanged = float(change) == 0  # to the shown digits: no green or red arrow for "+0.00"
             columns[1].metric(f"P({mask.word})", percent(mask.word_after),
-                              f"{(mask.word_after - mask.word_before) * 100:+.2f} points",
-                              help=f"With every head: {mask.word_before:.4%}")
+                              "no change" if unchanged else f"{change} points", help=f"With every head: "
+                              f"{mask.word_before:.4%}", delta_color="off" if unchanged else "normal",
+                              delta_arrow="off" if unchanged else "auto")
         columns[1].metric("Top word", mask.ablated[0].token,
                           "unchanged" if mask.ablated[0].token_id == mask.baseline[0].token_id
                           else f"was {mask.baseline[0].token}", delta_color="off")
