@@ -230,10 +230,11 @@ def test_bertviz_views_render_offline_and_limit_long_inputs(explorer):
 def test_compare_two_sentences_shows_both_and_their_difference(explorer):
     at = explorer(view="compare", layer="3", head="4")
     assert at.text_input(key="attention.compare_text").value.endswith("too wide.")
-    traces = [plotly_traces(at, i)[0] for i in range(3)]
-    first, second, difference = (decode_plotly(t["z"]) for t in traces)
-    np.testing.assert_allclose(difference, first - second, atol=1e-6)
-    assert any("tired/wide" in label for label in traces[2]["x"])
+    pair, difference = plotly_traces(at, 0), plotly_traces(at, 1)[0]  # the two maps are one figure
+    first, second = (decode_plotly(t["z"]) for t in pair)
+    np.testing.assert_allclose(decode_plotly(difference["z"]), first - second, atol=1e-6)
+    assert any("tired/wide" in label for label in difference["x"])
+    assert any("tired/wide" in label for label in pair[0]["y"]) and pair[0]["y"] == pair[1]["y"]  # one row of labels
     at.text_input(key="attention.compare_text").set_value("A much longer sentence with many more words in it.")
     rerun(at)
     assert "a difference needs the same number of tokens" in at.info[0].value

@@ -474,7 +474,8 @@ def test_hostile_sentence_to_compare_with(explorer, minilm_tokenizer, name):
     else:
         assert not explorer.error, values(explorer, "error")
         n, _ = token_count(minilm_tokenizer, text, None, 512)
-        assert first_z(explorer, "attention.compare1").shape == (n, n)
+        second = chart(explorer, "attention.compare")["data"][1]  # the second of the figure's two maps
+        assert decode_plotly(second["z"]).shape == (n, n)
     assert explorer.text_input(key="attention.compare_text").value == text
     explorer.session_state["attention.view"] = "heatmap"
     check_recovers(explorer, "explorer")

@@ -3,7 +3,14 @@
 import numpy as np
 import pandas as pd
 
-from vizcore.attention.figures import downsample, head_grid, special_mass_chart, statistic_heatmap
+from vizcore.attention.figures import (
+    HeadMap,
+    attention_pair,
+    downsample,
+    head_grid,
+    special_mass_chart,
+    statistic_heatmap,
+)
 from vizcore.colours import DIVERGING
 from vizcore.corpus.figures import role_map
 from vizcore.finetune.figures import head_change_heatmap
@@ -88,3 +95,29 @@ def test_every_layer_head_map_of_the_app_is_the_one_map():
             assert fig.layout[axis].to_plotly_json() == reference.layout[axis].to_plotly_json() or (
                 axis == "yaxis" and fig.layout.yaxis.title.text == "decoder layer")
         assert trace.customdata[1][2].startswith("layer 2, head 3") and (trace.xgap, trace.ygap) == (2, 2)
+
+
+def test_two_heads_are_one_figure_side_by_side_on_one_column_of_queries_when_as_long():
+    """The Explorer's comparison: two figures in two page columns left each map about 60 px at 1024 x 768."""
+    a, b = np.eye(4, dtype=np.float32), np.full((4, 4), 0.25, dtype=np.float32)
+    first = HeadMap(a, ["[CLS]", "too", "tired", "[SEP]"], ["[CLS]", "too", "tired", "[SEP]"])
+    second = HeadMap(b, ["[CLS]", "too", "wide", "[SEP]"], ["[CLS]", "too", "wide", "[SEP]"])
+    fig = attention_pair(first, second, ("first", "second"), "Layer 1, head 1")
+    maps = [trace for trace in fig.data if trace.type == "heatmap"]
+    assert np.array_equal(maps[0].z, a) and np.array_equal(maps[1].z, b)
+    assert [bool(m.showscale) for m in maps] == [False, True]  # one colour bar, 0..1 for both
+    assert (maps[0].zmin, maps[0].zmax) == (maps[1].zmin, maps[1].zmax) == (0.0, 1.0)
+    assert list(maps[0].y) == list(maps[1].y) == ["[CLS]", "too", "tired/wide", "[SEP]"]
+    assert fig.layout.yaxis2.matches == "y"
+    assert list(maps[1].x) == ["[CLS]", "too", "wide", "[SEP]"]  # each map keeps its own keys
+    assert fig.layout.xaxis.title.text == "key · first" and fig.layout.xaxis2.title.text == "key · second"
+    assert fig.layout.xaxis2.domain[0] > fig.layout.xaxis.domain[1]  # side by side
+
+
+def test_two_heads_of_different_lengths_are_one_above_the_other_each_with_its_labels():
+    long, short = ["[CLS]", "a", "b", "c", "[SEP]"], ["[CLS]", "a", "[SEP]"]
+    fig = attention_pair(HeadMap(np.eye(5), long, long), HeadMap(np.eye(3), short, short), ("one", "two"), "T")
+    maps = [trace for trace in fig.data if trace.type == "heatmap"]
+    assert list(maps[0].y) == long and list(maps[1].y) == short and fig.layout.yaxis2.matches is None
+    assert fig.layout.yaxis2.domain[1] < fig.layout.yaxis.domain[0]  # the second below the first
+    assert fig.layout.yaxis.ticktext is not None and fig.layout.yaxis2.ticktext is not None

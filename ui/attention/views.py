@@ -16,6 +16,8 @@ from vizcore.attention.aggregate import FLOW_MAX_TOKENS, ViewOptions, apply_view
 from vizcore.attention.exports import ALL_HEADS_MAX_TOKENS, attention_csv, attention_json
 from vizcore.attention.figures import (
     GRID_CELLS,
+    HeadMap,
+    attention_pair,
     difference_heatmap,
     flow_bars,
     special_mass_chart,
@@ -251,16 +253,19 @@ def _minimal_pair(text: str) -> str:
 
 def _side_by_side(first: Run, second: Run, layer: int, head: int,
                   options: ViewOptions, names: tuple[str, str]) -> None:
-    columns = st.columns(2)
-    shown = []
-    for column, result, name, index in zip(columns, (first, second), names, range(2)):
-        with column:
-            l, h = min(layer, result.num_layers), min(head, result.num_heads)
-            matrix, rows, cols = shown_matrix(result.attention[l - 1, h - 1], result, options)
-            figure = attention_heatmap(matrix, rows.tokens, cols.tokens, f"{name} · layer {l}, head {h}",
-                                       rows.segments, cols.segments)
-            st.plotly_chart(for_screen(figure), key=f"attention.compare{index}", config=chart_config())
-            shown.append((matrix, rows, cols))
+    shown, maps, heads = [], [], []
+    for result in (first, second):
+        l, h = min(layer, result.num_layers), min(head, result.num_heads)  # a smaller second model: its last
+        matrix, rows, cols = shown_matrix(result.attention[l - 1, h - 1], result, options)
+        shown.append((matrix, rows, cols))
+        maps.append(HeadMap(matrix, rows.tokens, cols.tokens, rows.segments, cols.segments))
+        heads.append(f"layer {l}, head {h}")
+    short = tuple(name.rsplit("/", 1)[-1] for name in names)  # a hub id's repository name fits under its map
+    if heads[0] == heads[1]:
+        figure = attention_pair(*maps, short, f"{short[0]} and {short[1]} · {heads[0]}")
+    else:
+        figure = attention_pair(*maps, tuple(f"{n}, {h}" for n, h in zip(short, heads)), f"{short[0]} and {short[1]}")
+    st.plotly_chart(for_screen(figure), key="attention.compare", config=chart_config())
     (a, rows_a, cols_a), (b, rows_b, cols_b) = shown
     if a.shape != b.shape:
         st.info(f"The two have {a.shape[0]} and {b.shape[0]} tokens: a difference needs the same number of "

@@ -7,8 +7,11 @@ sends each head downsampled to at most ``GRID_CELLS`` x ``GRID_CELLS`` block mea
 
 from __future__ import annotations
 
+from typing import NamedTuple, Sequence
+
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from vizcore.colours import ATTENTION_BLOCKS, DIVERGING, SEQUENTIAL
 from vizcore.plot import (
@@ -113,6 +116,47 @@ def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list
     difference = np.asarray(first, dtype=np.float32) - np.asarray(second, dtype=np.float32)
     return attention_heatmap(difference, query_tokens, key_tokens, title, scale=DIVERGING,
                              value_name="difference")
+
+
+class HeadMap(NamedTuple):
+    """One head's ``[query, key]`` weights with its query and key tokens (and their segments, for a pair)."""
+
+    matrix: np.ndarray
+    rows: Sequence[str]
+    cols: Sequence[str]
+    row_segments: np.ndarray | None = None
+    col_segments: np.ndarray | None = None
+
+
+def attention_pair(first: HeadMap, second: HeadMap, names: tuple[str, str], title: str) -> go.Figure:
+    """Two heads' maps in one figure with one colour bar (weights: 0..1 for both). With as many queries, side by side
+    on one column of query labels (a query whose tokens differ reads "first/second", as ``difference_heatmap``'s);
+    otherwise one above the other, each with its own labels. Two figures in two page columns left each map about
+    60 px of a 1024 x 768 screen: their own labels and colour bars took the rest."""
+    side = len(first.rows) == len(second.rows)
+    if side:
+        rows = [a if a == b else f"{a}/{b}" for a, b in zip(first.rows, second.rows)]
+        first, second = first._replace(rows=rows), second._replace(rows=rows)
+    pair = [attention_heatmap(m.matrix, list(m.rows), list(m.cols), name, m.row_segments, m.col_segments)
+            for m, name in zip((first, second), names)]
+    if side:
+        fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04)
+        places = [(1, 1), (1, 2)]
+        height = pair[0].layout.height
+    else:
+        heights = [len(first.rows), len(second.rows)]
+        fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16, row_heights=[h / sum(heights) for h in heights])
+        places = [(1, 1), (2, 1)]
+        height = int(sum(single.layout.height for single in pair) - 100)
+    for number, (single, (row, col)) in enumerate(zip(pair, places)):
+        fig.add_trace(single.data[0].update(showscale=number == 1), row=row, col=col)
+        fig.update_xaxes(single.layout.xaxis.to_plotly_json(), row=row, col=col)
+        fig.update_xaxes(title=f"key · {names[number]}", row=row, col=col)  # an axis title: the page's text colour
+        if not side or number == 0:
+            fig.update_yaxes(single.layout.yaxis.to_plotly_json(), row=row, col=col)
+    if side:
+        fig.update_yaxes(autorange="reversed", type="category", row=1, col=2)
+    return base_layout(fig, title, height)
 
 
 def statistic_heatmap(values: np.ndarray, name: str, title: str) -> go.Figure:

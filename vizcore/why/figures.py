@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from vizcore.attention.figures import HeadMap, attention_pair
 from vizcore.colours import CHANGE, DIVERGING, text_colour
 from vizcore.mlm.figures import compact_layout, percent, percent_axis_format, plain
 from vizcore.plot import (
@@ -58,19 +59,10 @@ def before_after_bars(compared: Sequence[tuple[str, float, float]], title: str) 
 
 def attention_before_after(before: np.ndarray, after: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
     """One head's ``[query, key]`` attention with every head (left) and with the chosen heads off (right), in one
-    figure: one column of query labels and one colour bar (0..1) for both. Two figures in two columns left each map
-    about 60 px of a 1024 x 768 screen (its own labels and colour bar took the rest of half the page)."""
-    pair = [attention_heatmap(matrix, list(tokens), title=title) for matrix in (before, after)]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.03)
-    for col, (single, when) in enumerate(zip(pair, ("every head", "heads off")), start=1):
-        heat = single.data[0]
-        fig.add_trace(heat.update(showscale=col == 2), row=1, col=col)
-        fig.update_xaxes(single.layout.xaxis.to_plotly_json(), row=1, col=col)
-        fig.update_xaxes(title=f"key · {when}", row=1, col=col)
-    yaxis = pair[0].layout.yaxis.to_plotly_json()
-    fig.update_yaxes(yaxis, row=1, col=1)
-    fig.update_yaxes(autorange="reversed", type="category", row=1, col=2)
-    return base_layout(fig, title, pair[0].layout.height)
+    figure (``attention_pair``): one column of query labels and one colour bar (0..1) for both."""
+    tokens = list(tokens)
+    return attention_pair(HeadMap(before, tokens, tokens), HeadMap(after, tokens, tokens), ("every head", "heads off"),
+                          title)
 
 
 def class_bars(labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
