@@ -142,3 +142,15 @@ def test_the_gauges_number_is_fitted_to_the_gauge_on_a_screen_and_on_a_projector
     for figure in (is_next_gauge(0.982, "g"), for_projector(is_next_gauge(0.982, "g"))):
         number = figure.data[0].number
         assert number.font.size is None and number.font.color == "#009e73" and number.suffix == " %"
+
+
+def test_the_gauges_end_labels_are_inside_the_figure():
+    """The arc filled the figure's width and its end labels, drawn outside it, were cut ("100 %" at the right edge,
+    on the laptop and on the projector, seen in Chromium at 1024 x 768): the arc keeps a margin on both sides and its
+    ticks are plain numbers (the number above them carries the %)."""
+    from vizcore.plot import for_projector
+
+    for figure in (is_next_gauge(0.5, "g"), for_projector(is_next_gauge(0.5, "g"))):
+        indicator = figure.data[0]
+        left, right = indicator.domain.x
+        assert left >= 0.05 and right <= 0.95 and not indicator.gauge.axis.ticksuffix

@@ -324,10 +324,14 @@ def is_next_gauge(probability: float, title: str) -> go.Figure:
     colour = IS_NEXT_COLOUR if probability >= 0.5 else NOT_NEXT_COLOUR
     fig = go.Figure(go.Indicator(
         mode="gauge+number", value=100 * probability,
+        # the arc inside the figure's width and its ticks without a suffix (the number has it): the end labels are
+        # drawn outside the arc, and "100 %" was cut at the figure's edge (at 1024 x 768, on the laptop and more so
+        # at the projector's tick size)
+        domain={"x": [0.08, 0.92], "y": [0.1, 1.0]},
         # no size: plotly fits the number inside the arc; 64 px was wider than the gauge in half of a 1024 px page
         number={"suffix": " %", "valueformat": ".1f", "font": {"color": colour}},
         title={"text": "P(IsNext): B follows A", "font": {"size": FONT_SIZE}},
-        gauge={"axis": {"range": [0, 100], "ticksuffix": " %", "tickfont": {"size": TICK_FONT_SIZE}},
+        gauge={"axis": {"range": [0, 100], "tickfont": {"size": TICK_FONT_SIZE}},
                "bar": {"color": colour, "thickness": 0.35},
                "steps": [{"range": [0, 50], "color": "#fbe3d6"}, {"range": [50, 100], "color": "#d5f0e6"}],
                "threshold": {"line": {"color": "#333", "width": 3}, "thickness": 0.9, "value": 50}},
