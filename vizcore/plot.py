@@ -68,14 +68,7 @@ def axis_labels(tokens: list[str]) -> list[str]:
     """Unique, markup-safe category labels: plotly would merge repeated tokens ("the ... the") on a
     categorical axis, so repeats get invisible zero-width-space suffixes; <, > and & become entities
     so user text never turns into plotly's rich-text tags."""
-    seen: dict[str, int] = {}
-    labels = []
-    for token in display_tokens(tokens):
-        safe = html.escape(token, quote=False)
-        count = seen.get(safe, 0)
-        seen[safe] = count + 1
-        labels.append(safe + "\u200b" * count)
-    return labels
+    return unique_labels([html.escape(token, quote=False) for token in display_tokens(tokens)])
 
 
 def segment_label(label: str, segment: int) -> str:
@@ -226,7 +219,7 @@ def matrix_heatmap(
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
     """``labels`` as categories of one axis: a repeat gets invisible zero-width-space suffixes (plotly merges equal
-    categories), as ``axis_labels`` does for tokens; the text is left as given."""
+    categories); the text is left as given (``axis_labels`` escapes tokens first)."""
     seen: dict[str, int] = {}
     unique = []
     for label in map(str, labels):

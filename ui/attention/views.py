@@ -20,6 +20,7 @@ from vizcore.attention.figures import (
     attention_pair,
     difference_heatmap,
     flow_bars,
+    merged_labels,
     special_mass_chart,
     statistic_heatmap,
 )
@@ -253,11 +254,10 @@ def _minimal_pair(text: str) -> str:
 
 def _side_by_side(first: Run, second: Run, layer: int, head: int,
                   options: ViewOptions, names: tuple[str, str]) -> None:
-    shown, maps, heads = [], [], []
+    maps, heads = [], []
     for result in (first, second):
         l, h = min(layer, result.num_layers), min(head, result.num_heads)  # a smaller second model: its last
         matrix, rows, cols = shown_matrix(result.attention[l - 1, h - 1], result, options)
-        shown.append((matrix, rows, cols))
         maps.append(HeadMap(matrix, rows.tokens, cols.tokens, rows.segments, cols.segments))
         heads.append(f"layer {l}, head {h}")
     short = tuple(name.rsplit("/", 1)[-1] for name in names)  # a hub id's repository name fits under its map
@@ -266,14 +266,13 @@ def _side_by_side(first: Run, second: Run, layer: int, head: int,
     else:
         figure = attention_pair(*maps, tuple(f"{n}, {h}" for n, h in zip(short, heads)), f"{short[0]} and {short[1]}")
     st.plotly_chart(for_screen(figure), key="attention.compare", config=chart_config())
-    (a, rows_a, cols_a), (b, rows_b, cols_b) = shown
+    a, b = maps[0].matrix, maps[1].matrix
     if a.shape != b.shape:
         st.info(f"The two have {a.shape[0]} and {b.shape[0]} tokens: a difference needs the same number of "
                 "tokens, position by position. Try a minimal pair that swaps one word for one word.")
         return
-    labels = [x if x == y else f"{x}/{y}" for x, y in zip(cols_a.tokens, cols_b.tokens)]
-    rows = [x if x == y else f"{x}/{y}" for x, y in zip(rows_a.tokens, rows_b.tokens)]
-    figure = difference_heatmap(a, b, rows, labels, f"Difference: {names[0]} minus {names[1]}")
+    figure = difference_heatmap(a, b, merged_labels(maps[0].rows, maps[1].rows),
+                                merged_labels(maps[0].cols, maps[1].cols), f"Difference: {names[0]} minus {names[1]}")
     st.plotly_chart(for_screen(figure), key="attention.difference", config=chart_config())
     st.caption("Red (positive on the colour bar): more attention in the first, blue (negative): more in the "
                "second. Tokens that differ are shown as "

@@ -118,6 +118,11 @@ def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list
                              value_name="difference")
 
 
+def merged_labels(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    """Two runs' tokens position by position, one label each: the token, or "first/second" where they differ."""
+    return [a if a == b else f"{a}/{b}" for a, b in zip(first, second)]
+
+
 class HeadMap(NamedTuple):
     """One head's ``[query, key]`` weights with its query and key tokens (and their segments, for a pair)."""
 
@@ -135,7 +140,7 @@ def attention_pair(first: HeadMap, second: HeadMap, names: tuple[str, str], titl
     60 px of a 1024 x 768 screen: their own labels and colour bars took the rest."""
     side = len(first.rows) == len(second.rows)
     if side:
-        rows = [a if a == b else f"{a}/{b}" for a, b in zip(first.rows, second.rows)]
+        rows = merged_labels(first.rows, second.rows)
         first, second = first._replace(rows=rows), second._replace(rows=rows)
     pair = [attention_heatmap(m.matrix, list(m.rows), list(m.cols), name, m.row_segments, m.col_segments)
             for m, name in zip((first, second), names)]
