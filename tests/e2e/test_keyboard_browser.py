@@ -36,9 +36,22 @@ def luminance(rgb: np.ndarray) -> np.ndarray:
     return 0.2126 * c[..., 0] + 0.7152 * c[..., 1] + 0.0722 * c[..., 2]
 
 
+# Whether a CSS transition or animation is running on the element, inside it, or on a box that holds it (a clean clone
+# once measured a button's ring while it was still drawing: 455 of its 541 px).
+SETTLED = """e => !document.getAnimations().some(a => a.playState === 'running' && a.effect && a.effect.target
+  && (a.effect.target.contains(e) || e.contains(a.effect.target)))"""
+
+
+def settled(page, element) -> None:
+    """Wait until nothing animates on, in or around ``element`` (a condition, no fixed wait)."""
+    page.wait_for_function(SETTLED, arg=element, timeout=10_000)
+
+
 def focus_ring(page) -> tuple[int, int]:
     """(pixels whose colour changes by 3:1 or more when focus leaves the focused element, its perimeter), both in
     CSS px (the window's scale is 1). Focus leaves by Shift+Tab and comes back by Tab: the keyboard's own way."""
+    element = page.evaluate_handle("() => document.activeElement")
+    settled(page, element)  # an expander opened by Enter still sliding, a ring still fading in
     x, y, width, height = page.evaluate(FOCUSED_BOX)
     clip = {"x": max(0, x - 5), "y": max(0, y - 5), "width": width + 10, "height": height + 10}
 
@@ -47,6 +60,7 @@ def focus_ring(page) -> tuple[int, int]:
 
     focused = shot()
     page.keyboard.press("Shift+Tab")
+    settled(page, element)  # its ring fading out
     unfocused = shot()
     page.keyboard.press("Tab")
     a, b = luminance(focused), luminance(unfocused)
