@@ -7,6 +7,7 @@ Axes are token *positions* with the tokens as tick labels: a sentence often repe
 from __future__ import annotations
 
 import html
+import threading
 from typing import Sequence
 
 import numpy as np
@@ -304,6 +305,20 @@ _ALTAIR_FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "symbolSize")
 def projector_size(size: float) -> int:
     """A font size scaled for the projector, never below ``PROJECTOR_MIN_SIZE``."""
     return max(PROJECTOR_MIN_SIZE, round(size * PROJECTOR_SCALE))
+
+
+_COPYING = threading.Lock()
+
+
+def own_copy(figure):
+    """A plotly figure of the calling thread's own, copied from one other threads may be reading at the same moment
+    (a cached view's, shared by every session); other charts as they are. plotly's copy of a figure is not safe in
+    several threads at once: its traces came out as Scatters without their type ("Invalid property ... Scatter:
+    'colorbar'"), six sessions drawing one lesson step in a clean clone; tests/unit/test_plot_threads.py."""
+    if not hasattr(figure, "to_plotly_json"):
+        return figure
+    with _COPYING:
+        return go.Figure(figure)
 
 
 def for_projector(figure):

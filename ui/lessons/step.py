@@ -18,6 +18,7 @@ from vizcore.lessons.answers import ANSWERS, Answer
 from vizcore.lessons.kinds import KINDS, query_position
 from vizcore.lessons.lesson import Lesson, Step
 from vizcore.lessons.view import View
+from vizcore.plot import own_copy
 
 
 def _query_params(step: Step, model: str, device: str, text: str) -> dict:
@@ -54,14 +55,14 @@ def _figures(view: View, key: str, fill: bool) -> None:
         st.caption(view.caption)
     if not fill:
         for i, figure in enumerate(view.figures):
-            shown, title = _title_above(for_screen(figure))
+            shown, title = _title_above(for_screen(own_copy(figure)))  # the view is shared by every session
             if title:
                 st.caption(f"**{plain(title)}**")
             _chart(shown, f"{key}.figure{i}", "content")
         return
     with st.container(key=f"{PAGE}-figures", horizontal=True, height="stretch"):
         for i, figure in enumerate(view.figures):
-            shown, title = fitted(for_screen(figure))
+            shown, title = fitted(for_screen(own_copy(figure)))
             with st.container(height="stretch", gap="small"):
                 if title:
                     st.caption(f"**{plain(title)}**")
