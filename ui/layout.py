@@ -136,9 +136,9 @@ def fitted(figure: T) -> tuple[T, str | None]:
     out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels). A chart
     made of several (altair's concat and facet) keeps its own heights: its title is None (draw it at its height)."""
     if hasattr(figure, "to_plotly_json"):
-        import plotly.graph_objects as go
+        from vizcore.plot import own_copy
 
-        fitted_figure = go.Figure(figure)
+        fitted_figure = own_copy(figure)  # the figure may be a cached one, shared by every session
         title = re.sub(r"<[^>]+>", " ", fitted_figure.layout.title.text or "")
         # the top margin only for what the axes need (their automargin grows it)
         fitted_figure.update_layout(height=None, autosize=True, title_text=None, margin_t=PROJECTOR_PX)

@@ -55,14 +55,14 @@ def _figures(view: View, key: str, fill: bool) -> None:
         st.caption(view.caption)
     if not fill:
         for i, figure in enumerate(view.figures):
-            shown, title = _title_above(for_screen(own_copy(figure)))  # the view is shared by every session
+            shown, title = _title_above(for_screen(figure))  # the view is shared: each copies under own_copy's lock
             if title:
                 st.caption(f"**{plain(title)}**")
             _chart(shown, f"{key}.figure{i}", "content")
         return
     with st.container(key=f"{PAGE}-figures", horizontal=True, height="stretch"):
         for i, figure in enumerate(view.figures):
-            shown, title = fitted(for_screen(own_copy(figure)))
+            shown, title = fitted(for_screen(figure))
             with st.container(height="stretch", gap="small"):
                 if title:
                     st.caption(f"**{plain(title)}**")
@@ -75,9 +75,7 @@ def _title_above(figure):
     text above the chart wraps. Other charts as they are (None)."""
     if not hasattr(figure, "to_plotly_json") or not figure.layout.title.text:
         return figure, None
-    import plotly.graph_objects as go
-
-    untitled = go.Figure(figure)
+    untitled = own_copy(figure)  # the figure may be a cached view's, shared by every session
     title = " ".join(re.sub(r"<[^>]+>", " ", untitled.layout.title.text).split())
     untitled.update_layout(title_text=None)
     return untitled, title
