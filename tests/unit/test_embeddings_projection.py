@@ -188,3 +188,25 @@ def test_spread_takes_the_first_last_and_evenly_between():
 def test_no_sentences_is_a_message(tiny):
     with pytest.raises(VizError, match="There are no sentences"):
         token_vectors(tiny, ["", "  "], 0)
+
+
+def test_umaps_neighbours_are_each_points_nearest_in_order_with_ties_to_the_first():
+    """``exact_neighbours`` (umap-learn's ``precomputed_knn``) against loops in float64: each point itself first,
+    then the others by distance, equal distances in the points' order; the distances as measured."""
+    from vizcore.embeddings.projection import exact_neighbours
+
+    rng = np.random.default_rng(1)
+    points = rng.normal(size=(40, 7)).astype(np.float32)
+    centre = (np.round(rng.normal(size=7) * 8) / 8).astype(np.float32)  # eighths: every sum below is exact
+    points[20], points[21] = centre + 0.125, centre - 0.125  # both exactly as far from the centre (point 22)
+    points[22] = centre
+    order, distances, index = exact_neighbours(points, 6)
+    assert index is None and order.dtype == np.int32 and order.shape == distances.shape == (40, 6)
+    wide = points.astype(np.float64)
+    for i in range(40):
+        far = [float(np.sqrt(((wide[i] - wide[j]) ** 2).sum())) for j in range(40)]
+        expected = sorted(range(40), key=lambda j: (round(far[j], 5), j))[:6]
+        assert order[i].tolist() == expected, i
+        np.testing.assert_allclose(distances[i], [far[j] for j in expected], rtol=1e-5, atol=1e-5)
+    assert order[22].tolist()[:3] == [22, 20, 21]  # the tie: in the points' order
+

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -267,9 +268,27 @@ def umap_projection(points: np.ndarray, dims: int = 2, seed: int = 0, neighbours
     import umap  # 3-20 s to import (numba): only when asked for
 
     init = "spectral" if len(distinct) > dims + 8 else "random"  # too few points for a spectral start
-    reducer = umap.UMAP(n_components=dims, n_neighbors=min(neighbours, len(distinct) - 1), min_dist=min_dist,
-                        n_epochs=UMAP_EPOCHS, random_state=seed, n_jobs=1, init=init)
-    return Projection(reducer.fit_transform(distinct)[where.ravel()].astype(np.float32), "umap", None)
+    k = min(neighbours, len(distinct) - 1)
+    with warnings.catch_warnings():  # "transform will be unavailable": nothing here transforms new points
+        warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning)
+        reducer = umap.UMAP(n_components=dims, n_neighbors=k, min_dist=min_dist, n_epochs=UMAP_EPOCHS,
+                            random_state=seed, n_jobs=1, init=init, precomputed_knn=exact_neighbours(distinct, k))
+        return Projection(reducer.fit_transform(distinct)[where.ravel()].astype(np.float32), "umap", None)
+
+
+def exact_neighbours(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, None]:
+    """Each point's ``k`` nearest points (itself first) and their distances, for umap-learn's ``precomputed_knn``:
+    what umap-learn computes itself for fewer than 4,096 points (its own euclidean distance between every pair, a
+    stable sort of each row), so the layout is the same to the bit (measured on 300 random points when this was
+    written; tests/unit/test_embeddings_projection.py checks the neighbours against loops).
+    Its own sort is numba code compiled for parallel loops at the first call of a process, about half of a first
+    UMAP's wait (profiled), for a sort numpy does at once."""
+    from sklearn.metrics import pairwise_distances
+    from umap.distances import named_distances
+
+    distances = pairwise_distances(points, metric=named_distances["euclidean"])
+    order = np.argsort(distances, axis=1, kind="mergesort")[:, :k].astype(np.int32)
+    return order, np.take_along_axis(distances, order, axis=1), None
 
 
 def project(points: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
