@@ -1,9 +1,10 @@
 """Presenter mode (issue 34 B) in the browser, with the keyboard only: one page at 1024 x 768 opened by
 ``/lessons?present=1`` walks every step of every lesson with Page Down (a clicker's button), checking after each
-press the step's marker (``data-lesson``, ``data-step``) and that the step fits the window (nothing scrolls), and on
-each lesson's first step the projector's text sizes and 7:1 contrast (tests/e2e/test_projector_browser.py's
-measurement); then Page Up, Home, End, the help and blackout overlays, that a key in a text box does nothing and
-that Esc leaves presenter mode. One page, one session: the whole course once.
+press the step's marker (``data-lesson``, ``data-step``), that the step fits the window (nothing scrolls) and that a
+question's Check sits beside its choices, and on each lesson's first step the projector's text sizes and 7:1
+contrast (tests/e2e/test_projector_browser.py's measurement); then Page Up, Home, End, the help and blackout
+overlays, that a key in a text box does nothing and that Esc leaves presenter mode. One page, one session: the
+whole course once.
 
 ``walk`` and ``press`` are also used by bench/presenter_keys.py (the time from a key to the step drawn) and
 bench/lesson_screenshots.py.
@@ -51,6 +52,25 @@ FITS = """() => {
 }"""
 
 
+# A question's choices and its Check button: [radio's rect, button's rect] (left, top, right, bottom), null without.
+QUESTION_ROW = """() => {
+  const box = el => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const radio = document.querySelector('.st-key-lessons-question [data-testid=stRadio]');
+  const button = document.querySelector('.st-key-lessons-question [data-testid=stButton] button');
+  return radio && button ? [box(radio), box(button)] : null;
+}"""
+
+
+def check_beside_the_choices(page) -> bool:
+    """Check sits right of the choices, within their height, not on a row of its own under them: at 1024 x 768 the
+    row it took (72 px) went to the figures (heads step 1's map of 13 tokens: 95 -> 182 px high)."""
+    found = page.evaluate(QUESTION_ROW)
+    if found is None:
+        return True
+    (_, top, right, bottom), (b_left, b_top, _, b_bottom) = found
+    return b_left >= right - 1 and b_top >= top - 1 and b_bottom <= bottom + 1
+
+
 def at(page, timeout_s: float = STEP_TIMEOUT_S) -> tuple[str, int]:
     """The step drawn, once it is."""
     handle = page.wait_for_function(DRAWN, timeout=timeout_s * 1000)
@@ -93,6 +113,7 @@ def test_a_clicker_walks_every_lesson_in_presenter_mode_and_each_step_fits_the_l
                 press(page, "PageDown", (lesson, step))  # from a lesson's last step: the next lesson's first
             assert page.locator('[data-testid="stException"]').count() == 0, (lesson, step)
             assert fits(page), (lesson, step, page.evaluate(FITS))
+            assert check_beside_the_choices(page), (lesson, step, page.evaluate(QUESTION_ROW))
             if lesson not in measured:  # each lesson's first step: the projector's sizes and contrast
                 measured.add(lesson)
                 sizes = page.evaluate(SIZES)

@@ -136,3 +136,23 @@ def test_every_chart_a_page_shows_goes_through_for_screen():
                 if not (isinstance(first, ast.Call) and getattr(first.func, "id", "") == "for_screen"):
                     unwrapped.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert unwrapped == []
+
+
+def test_a_presenters_fitted_figure_writes_its_colour_bars_titles_along_the_bars_and_lets_plotly_angle_labels():
+    """Presenter mode's figures (``ui.layout.fitted``): each colour bar's title turned along its bar, a trace's or a
+    shared colour axis's; x labels at plotly's own angle (the first of 0, 30, 90 degrees at which they do not
+    overlap), not the figure's; the figure given is left as it was (it may be a cached one)."""
+    from ui.layout import fitted
+
+    heatmap = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]], colorbar={"title": {"text": "attention weight"}}),
+                        layout={"title": {"text": "A head"}, "height": 300, "xaxis": {"tickangle": -60}})
+    shared = go.Figure([go.Heatmap(z=[[0, 1]], coloraxis="coloraxis"), go.Bar(x=[1], y=[2])],
+                       layout={"coloraxis": {"colorbar": {"title": {"text": "weight"}}}})
+    fitted_heatmap, title = fitted(heatmap)
+    assert title == "A head" and fitted_heatmap.data[0].colorbar.title.side == "right"
+    assert fitted_heatmap.layout.xaxis.tickangle is None
+    assert heatmap.data[0].colorbar.title.side is None and heatmap.layout.height == 300
+    assert heatmap.layout.xaxis.tickangle == -60
+    fitted_shared, _ = fitted(shared)
+    assert fitted_shared.layout.coloraxis.colorbar.title.side == "right"
+    assert fitted_shared.data[1].type == "bar" and shared.layout.coloraxis.colorbar.title.side is None

@@ -234,7 +234,14 @@ PRESENTER_CSS = """
 .st-key-lessons-heading { flex-wrap: nowrap !important; }
 .st-key-lessons-heading h1 { font-size: 36px; line-height: 1.2; padding: 0; }
 .st-key-lessons-heading [data-testid="stCaptionContainer"] { white-space: nowrap; }
-.st-key-lessons-question { flex-wrap: wrap !important; }
+/* Check beside the choices (they wrap within what is left): a row of its own under them took 72 px from the figures */
+.st-key-lessons-question { flex-wrap: nowrap !important; }
+.st-key-lessons-question > [data-testid="stElementContainer"]:has([data-testid="stRadio"]) {
+  flex: 1 1 auto !important; min-width: 0 !important; width: auto !important;
+}
+.st-key-lessons-question > [data-testid="stElementContainer"]:has([data-testid="stButton"]) {
+  flex: 0 0 auto !important;
+}
 .st-key-lessons-question [role="radiogroup"] { gap: 0 1.25rem !important; }
 .st-key-lessons-question [role="radiogroup"] label { padding-top: 0 !important; padding-bottom: 0 !important;
   min-height: 0 !important; }
