@@ -42,8 +42,26 @@ def wait_all(students: list, expected: tuple[str, int], since: float, timeout_s:
             if i not in took and marker(page) == expected:
                 took[i] = time.perf_counter() - since
         time.sleep(0.05)
-    assert len(took) == len(students), (expected, {i: marker(p) for i, p in enumerate(students) if i not in took})
+    assert len(took) == len(students), (expected, {i: (marker(p), *where(p)) for i, p in enumerate(students)
+                                                  if i not in took})
     return [took[i] for i in range(len(students))]
+
+
+# What a student's page says of its class (following, or on its own and where the teacher is), its run state and
+# address: why a student did not follow.
+WHERE = """() => {
+  const said = [...document.querySelectorAll('[data-testid=stCaptionContainer], [data-testid=stAlert]')]
+    .map(e => e.innerText).filter(t => /teacher|class/i.test(t)).join(' | ');
+  return [document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state'), said.slice(0, 200),
+          location.search.slice(0, 160)];
+}"""
+
+
+def where(page) -> list:
+    try:
+        return page.evaluate(WHERE)
+    except Exception as error:  # noqa: BLE001 - a diagnosis must not hide the failure it explains
+        return [f"not read: {str(error).splitlines()[0][:80]}"]
 
 
 def move(teacher, students: list, expected: tuple[str, int], timeout_s: float) -> tuple[float, list[float]]:
