@@ -10,6 +10,8 @@ exactly ``streamlit run app.py``.
 
 from __future__ import annotations
 
+import faulthandler
+import signal
 import sys
 import threading
 import time
@@ -83,6 +85,9 @@ def main(argv: list[str]) -> None:
     from vizcore.serve.memory import tune_malloc
 
     tune_malloc()  # before any other thread allocates (it says why: a class's memory goes back to the system)
+    # `kill -USR1 <pid>` writes every thread's stack to stderr (the server's log), the server going on: what a page
+    # run that never ends is waiting for (tests/support/class_follow.py asks for it when a student is stuck)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from streamlit.web import cli
 
     from vizcore.errors import VizError

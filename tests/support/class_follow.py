@@ -5,9 +5,13 @@ teacher's chart must count them. Playwright pages in, seconds out; what the time
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
+from urllib.parse import urlsplit
 
+from bench.classroom import listening_pid
 from tests.e2e.test_presenter_browser import DRAWN
 
 OPTIONS = '[data-testid="stRadio"] [role=radiogroup] label'  # the question's choices (not its own label)
@@ -42,8 +46,10 @@ def wait_all(students: list, expected: tuple[str, int], since: float, timeout_s:
             if i not in took and marker(page) == expected:
                 took[i] = time.perf_counter() - since
         time.sleep(0.05)
-    assert len(took) == len(students), (expected, {i: (marker(p), *where(p)) for i, p in enumerate(students)
-                                                  if i not in took})
+    if len(took) < len(students):
+        stuck = {i: (marker(p), *where(p)) for i, p in enumerate(students) if i not in took}
+        dump_server_threads(students[0])
+        raise AssertionError((expected, stuck))
     return [took[i] for i in range(len(students))]
 
 
@@ -55,6 +61,19 @@ WHERE = """() => {
   return [document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state'), said.slice(0, 200),
           location.search.slice(0, 160)];
 }"""
+
+
+def dump_server_threads(page, note: object = "") -> None:
+    """Ask the server behind ``page`` (``ui.launch``) to write every thread's stack to its log (SIGUSR1,
+    ``faulthandler``): a student's run that never ended shows what it waits for. Best effort."""
+    try:
+        port = urlsplit(page.url).port
+        pid = listening_pid(port) if port else None
+        if pid is not None:
+            print(f"a student is stuck ({note}): the server's threads are in its log (pid {pid})")
+            os.kill(pid, signal.SIGUSR1)
+    except Exception as error:  # noqa: BLE001 - a diagnosis must not hide the failure it explains
+        print(f"the server's threads could not be asked for: {error}")
 
 
 def where(page) -> list:
@@ -84,8 +103,12 @@ def answer(pages: list, given: list[str], timeout_s: float) -> None:
     """Each page checks its answer in ``given`` and waits until the page says it went to the teacher."""
     for page, choice in zip(pages, given):
         page.locator(OPTIONS).filter(has_text=re.compile(f"^{re.escape(choice)}$")).click()
-        page.get_by_role("button", name="Check").click()
-        page.get_by_text("went to your teacher").wait_for(timeout=timeout_s * 1000)
+        try:
+            page.get_by_role("button", name="Check").click(timeout=timeout_s * 1000)
+            page.get_by_text("went to your teacher").wait_for(timeout=timeout_s * 1000)
+        except Exception:
+            dump_server_threads(page, where(page))
+            raise
 
 
 def wait_counted(teacher, shown: list[str], given: list[str], timeout_s: float = 10) -> None:
