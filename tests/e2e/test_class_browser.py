@@ -14,7 +14,7 @@ import time
 
 from tests.e2e.conftest import LAPTOP, screenshot
 from tests.e2e.test_presenter_browser import at
-from tests.support.class_follow import answer, choices, move, wait_all, wait_counted
+from tests.support.class_follow import answer, choices, keep_console, move, wait_all, wait_counted
 from vizcore.lessons.lesson import load_lessons
 
 PHONE = {"width": 390, "height": 844}
@@ -44,7 +44,7 @@ def test_five_students_follow_their_teacher_and_the_chart_counts_their_answers(b
         code = teacher.wait_for_selector("[data-room]", timeout=180_000).get_attribute("data-room")
         assert at(teacher) == ("attention", 1)
         opened = time.perf_counter()
-        students = [context.new_page() for context in contexts[1:]]
+        students = [keep_console(context.new_page()) for context in contexts[1:]]
         for page in students:
             page.goto(f"{app_url}/lessons?room={code}", timeout=180_000)  # five first loads at once, beside the suite
         joined = wait_all(students, ("attention", 1), time.perf_counter(), 180)

@@ -77,10 +77,21 @@ def dump_server_threads(page, note: object = "") -> None:
 
 
 def where(page) -> list:
+    """``WHERE``, and the page's last console errors and warnings (``keep_console``)."""
+    said = [line[:160] for line in getattr(page, "console_lines", [])[-5:]]
     try:
-        return page.evaluate(WHERE)
+        return [*page.evaluate(WHERE), said]
     except Exception as error:  # noqa: BLE001 - a diagnosis must not hide the failure it explains
-        return [f"not read: {str(error).splitlines()[0][:80]}"]
+        return [f"not read: {str(error).splitlines()[0][:80]}", said]
+
+
+def keep_console(page):
+    """``page``, keeping the errors and warnings its console prints (Streamlit's frontend says there what it could
+    not do: a message it could not read, a socket it lost) for ``where``."""
+    page.console_lines = []
+    page.on("console", lambda message: message.type in ("error", "warning")
+            and page.console_lines.append(f"{message.type}: {message.text}"))
+    return page
 
 
 def move(teacher, students: list, expected: tuple[str, int], timeout_s: float) -> tuple[float, list[float]]:
