@@ -12,11 +12,12 @@ every way of moving (picker, buttons, keys, a link, a typed sentence) moves the 
 second (``st.fragment(run_every=1)``).
 
 Student: ``/lessons?room=CODE`` (or the code typed in the box) follows the room. ``follow`` runs before the page
-settles its step: when the teacher's position is not the one this session last followed, it moves the session
-there as ``page.go_to`` does (and takes the teacher's sentence). A fragment reads the position every second (on
-the page's own clock, ``_ticker``) and reruns the app when it changed. A student who moves themselves is on their
-own (following pauses) until *Follow the teacher again*, or until they are back on the teacher's step. Their answer to the step's question goes to the
-room under a random id kept in the session (``send_answer``): the teacher sees counts, no names.
+settles its step: when the teacher's position is not the one this session last followed, it moves the session there
+as ``page.go_to`` does (and takes the teacher's sentence). A fragment reads the position every second (on the page's
+own clock, ``_ticker``) and reruns the app when it changed. A student who moves themselves is on their own
+(following pauses) until *Follow the teacher again*, or until they are back on the teacher's step. Their answer to
+the step's question goes to the room under a random id kept in the session (``send_answer``): the teacher sees
+counts, no names.
 """
 
 from __future__ import annotations
