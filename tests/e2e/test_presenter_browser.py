@@ -156,7 +156,8 @@ def test_a_clicker_walks_every_lesson_in_presenter_mode_and_each_step_fits_the_l
 
         page.keyboard.press("Escape")  # leaves presenter mode: the link without present=1
         page.wait_for_function("() => !location.search.includes('present=1')", timeout=60_000)
-        assert page.locator(".st-key-lessons-keys").count() == 0
+        # the link changes during the run; the run's stale keys element goes when it finishes
+        page.locator(".st-key-lessons-keys").wait_for(state="detached", timeout=30_000)
     finally:
         page.close()
         print(f"presenter walk: {len(COURSE)} steps in {time.perf_counter() - start:.0f} s")
