@@ -14,7 +14,7 @@ second (``st.fragment(run_every=1)``).
 Student: ``/lessons?room=CODE`` (or the code typed in the box) follows the room. ``follow`` runs before the page
 settles its step: when the teacher's position is not the one this session last followed, it moves the session there
 as ``page.go_to`` does (and takes the teacher's sentence). A fragment reads the position every second (on the page's
-own clock, ``_ticker``) and reruns the app when it changed. A student who moves themselves is on their own
+own clock, ``ui.clock``) and reruns the app when it changed. A student who moves themselves is on their own
 (following pauses) until *Follow the teacher again*, or until they are back on the teacher's step. Their answer to
 the step's question goes to the room under a random id kept in the session (``send_answer``): the teacher sees
 counts, no names.
@@ -26,11 +26,12 @@ import html
 import os
 import secrets
 import socket
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
+from ui import clock
 from ui.feedback import CHART, plain
 from ui.layout import for_screen
 from ui.lessons import page
@@ -278,30 +279,11 @@ def rejoin() -> None:
     st.session_state.pop(KEY_FOLLOWED, None)
 
 
-# The student's page's own clock: a tick every second that reruns the follow fragment it is drawn in. Not the
-# fragment's ``run_every``: Streamlit's frontend drops every run_every timer when a full run starts and arms it again
-# only when that run calls the fragment, and in three clean clones of the class test a student's timer was gone for
-# good (the page at rest on the teacher's previous step, "Following your teacher", no run of it on the server).
-_TICK_JS = """
-export default function (component) {
-  const {data, setTriggerValue} = component;
-  const timer = setInterval(() => setTriggerValue('tick', Date.now()), (data && data.every_ms) || 1000);
-  return () => clearInterval(timer);
-}
-"""
-TICK_MS = 1000
-
-
-@st.cache_resource(show_spinner=False)
-def _ticker() -> Callable:
-    return st.components.v2.component(f"{PAGE}.follow_tick", js=_TICK_JS, isolate_styles=False)
-
-
 @st.fragment
 def _watch(code: str, titles: Mapping[str, str]) -> None:
-    """The student's line, read every second (``_ticker``'s tick reruns this fragment): following (the app reruns as
-    soon as the teacher moved) or on their own (where the teacher is, and the button back)."""
-    _ticker()(key=f"{PAGE}.follow_tick", data={"every_ms": TICK_MS}, height=0, on_tick_change=lambda: None)
+    """The student's line, read every second (``ui.clock``): following (the app reruns as soon as the teacher
+    moved) or on their own (where the teacher is, and the button back)."""
+    clock.every(1, key=f"{PAGE}.follow_clock")
     state = st.session_state
     try:
         position = rooms().position(code)
