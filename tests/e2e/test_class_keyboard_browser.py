@@ -8,10 +8,10 @@ the class and the student's page says so. Every control is reached by Tab or Shi
 
 from __future__ import annotations
 
-from tests.e2e.conftest import LAPTOP, screenshot
+from tests.e2e.conftest import LAPTOP, screenshot, wait_until_idle
 from tests.e2e.test_keyboard_browser import FOCUSED_NAME, open_page, tab_to
 from tests.e2e.test_presenter_browser import at, press
-from tests.support.class_follow import wait_all
+from tests.support.class_follow import count_full_runs, wait_all, wait_full_run
 
 FOLLOW_TIMEOUT_S = 60  # following at all; how fast is bench/class_replicas.py's
 RUN_ENDS_MS = 30_000  # a run that has drawn its first element finishes
@@ -36,7 +36,7 @@ def test_a_class_by_keyboard_start_join_wander_follow_again_and_end(browser, app
         code = teacher.wait_for_selector("[data-room]", timeout=60_000).get_attribute("data-room")
         assert at(teacher) == ("attention", 1)
 
-        student = student_context.new_page()
+        student = count_full_runs(student_context.new_page())
         open_page(student, app_url, "lessons")
         tab_to(student, BOX)
         student.keyboard.press("Space")
@@ -52,6 +52,12 @@ def test_a_class_by_keyboard_start_join_wander_follow_again_and_end(browser, app
         student.get_by_text(f"Following your teacher · class {code}").wait_for(timeout=60_000)
         wait_all([student], ("attention", 1), 0, FOLLOW_TIMEOUT_S)
         screenshot(student, "class-keyboard-student-joined")
+        # A page at rest on another step than its session is drawn again (ui.lessons.clock): as if the end of a run
+        # had been lost on its way, the page's marker says step 4; its clock reports it, and the app runs again.
+        wait_until_idle(student, quiet_ms=300)
+        runs = student.full_runs
+        student.evaluate("() => { document.querySelector('.lesson-step').dataset.step = '4'; }")
+        wait_full_run(student, runs, timeout_s=30)
 
         tab_to(student, NEXT)  # on their own: a step ahead of the teacher
         student.keyboard.press("Enter")

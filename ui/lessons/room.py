@@ -14,7 +14,7 @@ second (``st.fragment(run_every=1)``).
 Student: ``/lessons?room=CODE`` (or the code typed in the box) follows the room. ``follow`` runs before the page
 settles its step: when the teacher's position is not the one this session last followed, it moves the session there
 as ``page.go_to`` does (and takes the teacher's sentence). A fragment reads the position every second (on the page's
-own clock, ``ui.clock``) and reruns the app when it changed. A student who moves themselves is on their own
+own clock, ``ui.lessons.clock``) and reruns the app when it changed. A student who moves themselves is on their own
 (following pauses) until *Follow the teacher again*, or until they are back on the teacher's step. Their answer to
 the step's question goes to the room under a random id kept in the session (``send_answer``): the teacher sees
 counts, no names.
@@ -26,15 +26,15 @@ import html
 import os
 import secrets
 import socket
+import sys
 from typing import Mapping, Sequence
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from ui import clock
 from ui.feedback import CHART, plain
 from ui.layout import for_screen
-from ui.lessons import page
+from ui.lessons import clock, page
 from ui.state import presenting
 from vizcore.lessons.figures import answer_counts, answers_text, class_answers_bars, qr_svg_uri
 from vizcore.lessons.lesson import Lesson
@@ -53,6 +53,10 @@ KEY_ON_OWN = f"{PAGE}.on_own"  # the student moved themselves: following paused
 KEY_STUDENT = f"{PAGE}.student"  # this student's random id: their last answer to a step counts once
 KEY_PROBLEM = f"{PAGE}.room_problem"  # the store's message for a code this session cannot follow (said once)
 KEY_JOIN = f"{PAGE}.join_code"  # the box a code is typed in
+KEY_BEHIND = f"{PAGE}.page_behind"  # ticks in a row at which the page at rest showed another step than the session
+KEY_REDRAWN = f"{PAGE}.page_redrawn"  # (drawn, session's step, redraws) of the last mismatch redrawn
+BEHIND_TICKS = 2  # a page at rest on another step for this many ticks in a row is redrawn
+REDRAWS = 3  # of one mismatch, at most (a mismatch no redraw mends is not redrawn forever)
 STUDENT_ID_BYTES = 9
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # The class's code, large on the teacher's page and small in a corner in presenter mode; on a phone (a student's, 390
@@ -279,11 +283,35 @@ def rejoin() -> None:
     st.session_state.pop(KEY_FOLLOWED, None)
 
 
+def redraw_if_behind(drawn: tuple[str, int] | None) -> None:
+    """Rerun the app when the page, at rest, has shown another step than this session is on for ``BEHIND_TICKS``
+    ticks in a row (``drawn``: what a tick reported, None when it reported nothing at rest): the end of a run lost on
+    its way to the browser (``ui.lessons.clock``). One mismatch is redrawn ``REDRAWS`` times at most."""
+    state = st.session_state
+    on = (state.get(page.KEY_LESSON), state.get(page.KEY_STEP))
+    if drawn is None:
+        return
+    if drawn == on:
+        state.pop(KEY_BEHIND, None)
+        return
+    state[KEY_BEHIND] = state.get(KEY_BEHIND, 0) + 1
+    last = state.get(KEY_REDRAWN)
+    redraws = last[2] + 1 if last and last[:2] == (drawn, on) else 1
+    if state[KEY_BEHIND] < BEHIND_TICKS or redraws > REDRAWS:
+        return
+    state.pop(KEY_BEHIND)
+    state[KEY_REDRAWN] = (drawn, on, redraws)
+    print(f"vizcore: a student's page showed {drawn} at rest while its session was on {on}: redrawn", file=sys.stderr,
+          flush=True)
+    st.rerun(scope="app")
+
+
 @st.fragment
 def _watch(code: str, titles: Mapping[str, str]) -> None:
-    """The student's line, read every second (``ui.clock``): following (the app reruns as soon as the teacher
-    moved) or on their own (where the teacher is, and the button back)."""
-    clock.every(1, key=f"{PAGE}.follow_clock")
+    """The student's line, read every second (``ui.lessons.clock``): following (the app reruns as soon as the
+    teacher moved) or on their own (where the teacher is, and the button back); a page that shows another step
+    than its session is on is drawn again (``redraw_if_behind``)."""
+    redraw_if_behind(clock.every(1, key=f"{PAGE}.follow_clock"))
     state = st.session_state
     try:
         position = rooms().position(code)
