@@ -287,10 +287,10 @@ def redraw_if_behind(drawn: tuple[str, int] | None) -> None:
     """Rerun the app when the page, at rest, has shown another step than this session is on for ``BEHIND_TICKS``
     ticks in a row (``drawn``: what a tick reported, None when it reported nothing at rest): the end of a run lost on
     its way to the browser (``ui.lessons.clock``). One mismatch is redrawn ``REDRAWS`` times at most."""
-    state = st.session_state
-    on = (state.get(page.KEY_LESSON), state.get(page.KEY_STEP))
     if drawn is None:
         return
+    state = st.session_state
+    on = (state.get(page.KEY_LESSON), state.get(page.KEY_STEP))
     if drawn == on:
         state.pop(KEY_BEHIND, None)
         return
