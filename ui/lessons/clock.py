@@ -28,17 +28,28 @@ from typing import Callable
 
 import streamlit as st
 
+# No tick within QUIET_MS of the user's last click, key or input. Streamlit's frontend sends the widget updates of one
+# moment as one batch (``scheduleFlush``: a setTimeout of 0) with the first fragment id any of them has: a tick
+# in the same batch as a student's choice sent the choice as the follow fragment's rerun, so the page's own run never
+# came (a clean clone: Check still disabled 30 s after a choice; the console said "Multiple different fragmentIds
+# detected in a single batch of widget updates"). The user's own run draws the fragment anyway.
+QUIET_MS = 1500
 _TICK_JS = """
 export default function (component) {
   const {data, setTriggerValue} = component;
+  const every = (data && data.every_ms) || 1000, quiet = (data && data.quiet_ms) || 1500;
+  const events = ['pointerdown', 'pointerup', 'click', 'keydown', 'input', 'change'];
+  let touched = 0;
+  const touch = () => { touched = Date.now(); };
+  events.forEach(name => document.addEventListener(name, touch, true));
   const report = () => {
     const app = document.querySelector('[data-testid=stApp]');
     const marker = document.querySelector('.lesson-step');
     return {state: app ? app.getAttribute('data-test-script-state') : null,
             drawn: marker ? [marker.dataset.lesson, Number(marker.dataset.step)] : null};
   };
-  const timer = setInterval(() => setTriggerValue('tick', report()), (data && data.every_ms) || 1000);
-  return () => clearInterval(timer);
+  const timer = setInterval(() => { if (Date.now() - touched >= quiet) setTriggerValue('tick', report()); }, every);
+  return () => { clearInterval(timer); events.forEach(name => document.removeEventListener(name, touch, true)); };
 }
 """
 
@@ -50,9 +61,11 @@ def _clock() -> Callable:
 
 def every(seconds: float, key: str) -> tuple[str, int] | None:
     """Call first thing in an ``st.fragment``: the page reruns that fragment every ``seconds`` while this run and the
-    next ones draw the clock (``key``: unique on the page). Nothing is drawn (no height, nothing to focus).
+    next ones draw the clock (``key``: unique on the page), except within ``QUIET_MS`` of the user's last click, key
+    or input. Nothing is drawn (no height, nothing to focus).
     Returns, in a run the tick started, the (lesson, step) the page showed at rest; else None."""
-    result = _clock()(key=key, data={"every_ms": round(seconds * 1000)}, height=0, on_tick_change=_nothing)
+    result = _clock()(key=key, data={"every_ms": round(seconds * 1000), "quiet_ms": QUIET_MS}, height=0,
+                      on_tick_change=_nothing)
     return drawn_at_rest(getattr(result, "tick", None))
 
 
