@@ -14,8 +14,8 @@ step, at rest, while the server's session had followed (so the fragment saw noth
 a run's messages on only while the runner that made them is the session's current one ("Ignoring event from
 non-current ScriptRunner", ``AppSession._handle_scriptrunner_event_on_event_loop``): a fragment's rerun that arrives
 just as a run ends starts a new runner, and the ended run's last elements can be dropped (Streamlit's own comment in
-``AppSession.request_rerun`` describes the race). Reproduced with a page whose fragment reruns every 20 ms: clicks
-whose runs were never drawn, and the server's debug log counting the dropped element messages. So the page reports
+``AppSession.request_rerun`` describes the race). On a page whose fragment reran every 20 ms, the server's debug
+log counted the element messages it dropped. So the page reports
 the lesson and step its marker (``.lesson-step``) shows while it is at rest, and ``room`` redraws a page that shows
 another step than its session is on.
 
