@@ -110,14 +110,16 @@ def context(browser):
     context.close()
 
 
-def count_finished_runs(page) -> None:
+def count_finished_runs(page):
     """Count the runs the server says have finished on this page's websocket (its ``script_finished`` messages) in
-    ``page.finished_runs``, for ``run_and_wait``. The page's own run state can miss a run: a fast run's 'running'
-    and 'notRunning' may reach React in one task and be drawn as one render, so the attribute never changes (step by
-    step's Masks tab, twice in clean clones once the models were frozen out of the per-run GC and runs got shorter)."""
+    ``page.finished_runs``, for ``run_and_wait``, and of them the whole-app runs in ``page.full_runs`` (a fragment's
+    run ends FINISHED_FRAGMENT_RUN_SUCCESSFULLY); returns ``page``. The page's own run state can miss a run: a fast
+    run's 'running' and 'notRunning' may reach React in one task and be drawn as one render, so the attribute never
+    changes (step by step's Masks tab, twice in clean clones once the models were frozen out of the per-run GC and
+    runs got shorter)."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    page.finished_runs = 0
+    page.finished_runs = page.full_runs = 0
 
     def on_frame(payload) -> None:
         if isinstance(payload, (bytes, bytearray)):
@@ -127,9 +129,11 @@ def count_finished_runs(page) -> None:
                 return
             if message.WhichOneof("type") == "script_finished":
                 page.finished_runs += 1
+                page.full_runs += message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
 
     page.on("websocket", lambda socket: socket.on("framereceived", on_frame)
             if socket.url.endswith("/_stcore/stream") else None)
+    return page
 
 
 @pytest.fixture

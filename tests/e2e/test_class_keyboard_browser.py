@@ -8,10 +8,10 @@ the class and the student's page says so. Every control is reached by Tab or Shi
 
 from __future__ import annotations
 
-from tests.e2e.conftest import LAPTOP, screenshot, wait_until_idle
+from tests.e2e.conftest import LAPTOP, count_finished_runs, screenshot, wait_until_idle
 from tests.e2e.test_keyboard_browser import FOCUSED_NAME, open_page, tab_to
 from tests.e2e.test_presenter_browser import at, press
-from tests.support.class_follow import count_full_runs, wait_all, wait_full_run
+from tests.support.class_follow import wait_all, wait_full_run
 
 FOLLOW_TIMEOUT_S = 60  # following at all; how fast is bench/class_replicas.py's
 RUN_ENDS_MS = 30_000  # a run that has drawn its first element finishes
@@ -36,7 +36,7 @@ def test_a_class_by_keyboard_start_join_wander_follow_again_and_end(browser, app
         code = teacher.wait_for_selector("[data-room]", timeout=60_000).get_attribute("data-room")
         assert at(teacher) == ("attention", 1)
 
-        student = count_full_runs(student_context.new_page())
+        student = count_finished_runs(student_context.new_page())
         open_page(student, app_url, "lessons")
         tab_to(student, BOX)
         student.keyboard.press("Space")

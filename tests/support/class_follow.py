@@ -94,31 +94,9 @@ def keep_console(page):
     return page
 
 
-def count_full_runs(page):
-    """``page``, counting in ``page.full_runs`` the whole-app runs its server says have finished (``script_finished``
-    FINISHED_SUCCESSFULLY on its websocket; a fragment's run ends FINISHED_FRAGMENT_RUN_SUCCESSFULLY). Before its
-    first ``goto``."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    page.full_runs = 0
-
-    def on_frame(payload) -> None:
-        if isinstance(payload, (bytes, bytearray)):
-            try:
-                message = ForwardMsg.FromString(bytes(payload))
-            except Exception:  # noqa: BLE001 - not a ForwardMsg: not a run's end
-                return
-            if message.WhichOneof("type") == "script_finished" and (
-                    message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY):
-                page.full_runs += 1
-
-    page.on("websocket", lambda socket: socket.on("framereceived", on_frame)
-            if socket.url.endswith("/_stcore/stream") else None)
-    return page
-
-
 def wait_full_run(page, since: int, timeout_s: float) -> None:
-    """Wait until ``page`` has had a whole-app run after its ``since``-th (``count_full_runs``)."""
+    """Wait until ``page`` has had a whole-app run after its ``since``-th (``page.full_runs``, counted by
+    ``tests.e2e.conftest.count_finished_runs``)."""
     deadline = time.perf_counter() + timeout_s
     while page.full_runs <= since:
         assert time.perf_counter() < deadline, f"no whole-app run in {timeout_s:g} s"
