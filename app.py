@@ -74,4 +74,16 @@ else:
 
             scratch.remove_all()
 
-    app = st.App(__file__, lifespan=_lifespan)
+    def _stopping() -> bool:
+        from streamlit.runtime import Runtime, RuntimeState
+
+        return Runtime.exists() and Runtime.instance().state in (RuntimeState.STOPPING, RuntimeState.STOPPED)
+
+    # The class channel (vizcore/lessons/channel.py): a class's moves pushed to its students' pages as server-sent
+    # events, from this same server, under `make run`, `make serve` and a plain `streamlit run app.py` alike.
+    from vizcore.lessons.board import notes_board
+    from vizcore.lessons.channel import ClassChannel
+    from vizcore.lessons.stores import server_rooms
+
+    class_channel = ClassChannel(server_rooms, notes_board, stopping=_stopping)
+    app = st.App(__file__, lifespan=_lifespan, routes=class_channel.routes())

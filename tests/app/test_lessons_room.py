@@ -2,19 +2,22 @@
 is shown in an element carrying ``data-room`` with the students' link and its QR code; a student's session opened
 with ``?room=CODE`` (typed any case, with a dash) follows each of the teacher's moves, may go on their own and
 rejoin; a student's checked answer is counted in the teacher's chart (its text alternative read here, every choice
-of the question listed; in presenter mode the code in a corner and the chart in the sidebar); *Start a class* opens
+of the question listed, drawn in the browser from the data checked here; in presenter mode the code in a corner and the
+chart in the sidebar); *Start a class* opens
 one at the step on screen; a wrong, unknown or ended code gets the store's message and the box to type another while
 the lessons stay usable; the teacher's secret is on no page. Two AppTest sessions of one process share the server's
-store (``st.cache_resource``), as two browsers on one server do."""
+store (``vizcore.lessons.stores.server_rooms``), as two browsers on one server do."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.app.test_lessons import PAGE, marker, param
+from ui.lessons.listen import chart_text
 from ui.lessons.room import student_link
 from vizcore.lessons.lesson import load_lessons
-from vizcore.lessons.rooms import ALPHABET, CODE_LENGTH
+from vizcore.lessons.rooms import ALPHABET, CODE_LENGTH, secret_hash, watch_token
 
 LESSONS = {lesson.id: lesson for lesson in load_lessons()}
 
@@ -40,8 +43,25 @@ def room_code(at) -> str:
     return codes[0]
 
 
-def answers_caption(at) -> str:
-    return next(c.value for c in at.caption if c.value.startswith("Answers: ")).replace("\\", "")
+def components(at, name: str) -> list[dict]:
+    """The data each ``st.components.v2`` component called ``name`` was drawn with (what its JavaScript reads)."""
+    found = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if getattr(proto, "component_name", None) == name:
+            found.append(json.loads(proto.json))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def chart(at) -> dict:
+    """The teacher's chart of the answers: the data the browser draws it from (ui/lessons/listen.py)."""
+    (data,) = components(at, "lessons.class_answers")
+    return data
 
 
 def errors(at) -> list[str]:
@@ -92,7 +112,12 @@ def test_the_teachers_chart_counts_the_students_answers_with_every_choice(new_ap
     teacher = new_app(PAGE, teach="1", lesson="attention", step="3").run()
     code = room_code(teacher)
     choices = teacher.radio(key="lessons.choice.attention.3").options
-    assert answers_caption(teacher) == "Answers: " + ", ".join(f"{c} 0" for c in choices)
+    drawn = chart(teacher)
+    assert drawn["choices"] == list(choices) and drawn["counts"] == {}
+    assert chart_text(drawn["choices"], drawn["counts"]) == "Answers: " + ", ".join(f"{c} 0" for c in choices)
+    secret = teacher.session_state["lessons.class_secret"]
+    assert drawn["url"] == f"/api/class/answers?room={code}&lesson=attention&step=3"
+    assert drawn["token"] == watch_token(secret_hash(secret)) and secret not in json.dumps(drawn)
     picks = [choices[1], choices[0], choices[1]]
     for pick in picks:
         student = new_app(PAGE, room=code).run()
@@ -101,14 +126,27 @@ def test_the_teachers_chart_counts_the_students_answers_with_every_choice(new_ap
         assert any("went to your teacher" in c.value for c in student.caption)
     teacher.run()
     expected = {c: picks.count(c) for c in choices}
-    assert answers_caption(teacher) == "Answers: " + ", ".join(f"{c} {n}" for c, n in expected.items())
-    assert any(f"{len(picks)} students answered" in m.value for m in teacher.markdown)
-    bars = teacher.get("plotly_chart")[-1].proto.spec
-    assert all(choice in bars for choice in choices)
+    drawn = chart(teacher)
+    assert chart_text(drawn["choices"], drawn["counts"]) == "Answers: " + ", ".join(
+        f"{c} {n}" for c, n in expected.items())
     teacher.session_state["shared.present"] = True  # presenter mode: the code in a corner, the chart in the sidebar
     teacher.run()
     assert room_code(teacher) == code and marker(teacher) == ("attention", 3)
-    assert any(c.value.startswith("Answers: ") for c in teacher.sidebar.caption)
+    (in_sidebar,) = [c for c in teacher.sidebar if getattr(getattr(c, "proto", None), "component_name", "")
+                     == "lessons.class_answers"]
+    assert json.loads(in_sidebar.proto.json)["counts"] == {c: n for c, n in expected.items() if n}
+
+
+def test_a_following_student_listens_to_the_class_channel_and_nothing_ticks(new_app):
+    teacher = new_app(PAGE, teach="1", lesson="attention", step="2").run()
+    code = room_code(teacher)
+    student = new_app(PAGE, room=code).run()
+    (ears,) = components(student, "lessons.follow")
+    assert ears == {"url": f"/api/class/events?room={code}", "moves": 0}
+    teacher.button(key="lessons.next").click().run()
+    (ears,) = components(student.run(), "lessons.follow")
+    assert ears["moves"] == 1 and marker(student) == ("attention", 3)
+    assert not components(teacher, "lessons.follow")  # the teacher follows no one
 
 
 def test_a_wrong_unknown_or_ended_code_is_said_and_another_can_be_typed(new_app):

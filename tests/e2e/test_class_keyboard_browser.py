@@ -2,8 +2,9 @@
 mouse, at 1024 x 768. A teacher opens the class box and starts a class; a student, in a browser of their own, types
 a code misread off the screen (Enter sends it: the page says why it is not a code), then the right one (lower
 case, with a space, as a student copies it off a projector) and joins, moves on by themselves, and
-comes back with *Follow the teacher again* to the step the teacher has moved to in the meantime; the teacher ends
-the class and the student's page says so. Every control is reached by Tab or Shift+Tab and shows its focus
+comes back with *Follow the teacher again* to the step the teacher has moved to in the meantime (each of the teacher's
+moves pushed to the student's page, which runs once per move and never at rest) and follows the next move; the teacher
+ends the class and the student's page says so. Every control is reached by Tab or Shift+Tab and shows its focus
 (``tab_to``: a ring of pixels changing by 3:1, measured on screenshots)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from tests.e2e.conftest import LAPTOP, count_finished_runs, screenshot, wait_until_idle
 from tests.e2e.test_keyboard_browser import FOCUSED_NAME, open_page, tab_to
 from tests.e2e.test_presenter_browser import at, press
-from tests.support.class_follow import wait_all, wait_full_run
+from tests.support.class_follow import wait_all
 
 FOLLOW_TIMEOUT_S = 60  # following at all; how fast is bench/class_replicas.py's
 RUN_ENDS_MS = 30_000  # a run that has drawn its first element finishes
@@ -52,30 +53,34 @@ def test_a_class_by_keyboard_start_join_wander_follow_again_and_end(browser, app
         student.get_by_text(f"Following your teacher · class {code}").wait_for(timeout=60_000)
         wait_all([student], ("attention", 1), 0, FOLLOW_TIMEOUT_S)
         screenshot(student, "class-keyboard-student-joined")
-        # A page at rest on another step than its session is drawn again (ui.lessons.clock): as if the end of a run
-        # had been lost on its way, the page's marker says step 4; its clock reports it, and the app runs again.
-        wait_until_idle(student, quiet_ms=300)
-        runs = student.full_runs
-        student.evaluate("() => { document.querySelector('.lesson-step').dataset.step = '4'; }")
-        wait_full_run(student, runs, timeout_s=30)
+        # The page listens on one stream of the class channel and runs nothing while the class is at rest.
+        assert student.evaluate("globalThis.__classFollow.opened") == 1
 
-        tab_to(student, NEXT)  # on their own: a step ahead of the teacher
+        tab_to(student, NEXT)  # on their own: two steps ahead of the teacher
         student.keyboard.press("Enter")
         student.get_by_text("You are on your own").wait_for(timeout=60_000)
         wait_all([student], ("attention", 2), 0, FOLLOW_TIMEOUT_S)
+        assert student.evaluate(FOCUSED_NAME) == NEXT, "the focus left Next when the step changed"
+        student.keyboard.press("Enter")
+        wait_all([student], ("attention", 3), 0, FOLLOW_TIMEOUT_S)
+        wait_until_idle(student, quiet_ms=300)
+        runs = student.finished_runs
 
-        tab_to(teacher, NEXT)  # the teacher moves twice meanwhile: the student stays where they are
+        tab_to(teacher, NEXT)  # the teacher moves meanwhile: the student stays where they are, told where it is
         press(teacher, "Enter", ("attention", 2))
         assert teacher.evaluate(FOCUSED_NAME) == NEXT, "the focus left Next when the step changed"
-        press(teacher, "Enter", ("attention", 3))
-        student.get_by_text("Your teacher is at").filter(has_text="step 3").wait_for(timeout=FOLLOW_TIMEOUT_S * 1000)
-        assert student.locator(".lesson-step").get_attribute("data-step") == "2"
+        student.get_by_text("Your teacher is at").filter(has_text="step 2").wait_for(timeout=FOLLOW_TIMEOUT_S * 1000)
+        assert student.locator(".lesson-step").get_attribute("data-step") == "3"
+        wait_until_idle(student, quiet_ms=300)
+        assert student.finished_runs - runs == 1, "one run of the student's page for the teacher's move, none at rest"
         screenshot(student, "class-keyboard-student-on-own")
 
         tab_to(student, REJOIN, key="Shift+Tab")  # back up the page from Next
         student.keyboard.press("Space")
-        wait_all([student], ("attention", 3), 0, FOLLOW_TIMEOUT_S)
+        wait_all([student], ("attention", 2), 0, FOLLOW_TIMEOUT_S)
         student.get_by_text(f"Following your teacher · class {code}").wait_for(timeout=30_000)
+        press(teacher, "Enter", ("attention", 3))  # following again: the next move is pushed to the student
+        wait_all([student], ("attention", 3), 0, FOLLOW_TIMEOUT_S)
 
         tab_to(teacher, END, key="Shift+Tab")  # up from Next to the class's panel
         screenshot(teacher, "class-keyboard-teacher")

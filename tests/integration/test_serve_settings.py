@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("name", "value"), [("VIZCORE_TORCH_THREADS", "two"), ("VIZCORE_QUEUE_BATCH", "0")])
+@pytest.mark.parametrize(("name", "value"), [("VIZCORE_TORCH_THREADS", "two"), ("VIZCORE_QUEUE_BATCH", "0"),
+                                           ("VIZCORE_STREAMS_PER_ADDRESS", "-3")])
 def test_a_wrong_setting_stops_the_server_before_it_starts_and_says_which(name, value):
     env = {**os.environ, name: value}
     done = subprocess.run([sys.executable, "-m", "ui.launch", "--server.port", "1"], cwd=ROOT, env=env,

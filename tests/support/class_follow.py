@@ -15,12 +15,10 @@ from bench.classroom import listening_pid
 from tests.e2e.test_presenter_browser import DRAWN
 
 OPTIONS = '[data-testid="stRadio"] [role=radiogroup] label'  # the question's choices (not its own label)
-CLASS_ANSWERS = ".st-key-lessons-class-answers"  # the text alternative of the teacher's chart of the answers
+CLASS_ANSWERS = ".class-answers-text"  # the text alternative of the teacher's chart of the answers
 
-# A student's step as drawn: its marker and every chart of the step drawn, whatever the app's run state. A student's
-# page reruns its follow fragment every second, and on a loaded machine those runs came back to back: the app was
-# "running" at every poll for 60 s and the presenter's DRAWN (which waits for "notRunning") never saw the step that
-# was on screen (a clean clone: two students "None" after the third move).
+# A student's step as drawn: its marker and every chart of the step drawn, whatever the app's run state (a follow
+# rerun may still be ending while the step is on screen).
 STUDENT_DRAWN = """() => {
   const step = document.querySelector('.st-key-lessons-step');
   if (!step || step.querySelector('[data-testid=stSkeleton]')
@@ -92,15 +90,6 @@ def keep_console(page):
     page.on("console", lambda message: message.type in ("error", "warning")
             and page.console_lines.append(f"{message.type}: {message.text}"))
     return page
-
-
-def wait_full_run(page, since: int, timeout_s: float) -> None:
-    """Wait until ``page`` has had a whole-app run after its ``since``-th (``page.full_runs``, counted by
-    ``tests.e2e.conftest.count_finished_runs``)."""
-    deadline = time.perf_counter() + timeout_s
-    while page.full_runs <= since:
-        assert time.perf_counter() < deadline, f"no whole-app run in {timeout_s:g} s"
-        page.wait_for_timeout(100)  # Playwright delivers the socket's frames while it waits
 
 
 def move(teacher, students: list, expected: tuple[str, int], timeout_s: float) -> tuple[float, list[float]]:

@@ -14,7 +14,7 @@ import asyncio
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from urllib.parse import urlencode, urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -78,14 +78,21 @@ class Visitor:
                                     additional_headers=self._cookie_header(), max_size=None, open_timeout=30)
         self._remember(self.socket.response.headers)  # the upgrade's answer names the replica too
 
-    async def run(self, timeout: float = 120.0, typed: dict[str, str] | None = None) -> PageRun:
+    async def run(self, timeout: float = 120.0, typed: dict[str, str] | None = None,
+                  triggers: dict[str, str] | None = None, clicked: tuple[str, ...] = ()) -> PageRun:
         """Send the browser's rerun (this page, this query string; ``typed``: widget id -> the text typed into
-        it) and read until the run finishes."""
+        it; ``triggers``: widget id -> a component's trigger JSON; ``clicked``: the buttons pressed) and read until
+        the run finishes. The page's new address (``page_info_changed``) becomes this visitor's query, as the
+        browser's address bar takes it."""
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_name = self.page
         for widget_id, text in (typed or {}).items():
             message.rerun_script.widget_states.widgets.add(id=widget_id, string_value=text)
+        for widget_id, value in (triggers or {}).items():
+            message.rerun_script.widget_states.widgets.add(id=widget_id, json_trigger_value=value)
+        for widget_id in clicked:
+            message.rerun_script.widget_states.widgets.add(id=widget_id, trigger_value=True)
         started = time.perf_counter()
         await self.socket.send(message.SerializeToString())
         exceptions: list[str] = []
@@ -101,10 +108,14 @@ class Visitor:
                 element_kind = element.WhichOneof("type")
                 if element_kind == "exception":
                     exceptions.append(f"{element.exception.type}: {element.exception.message}")
+                elif element_kind == "bidi_component":
+                    widgets[f"component:{element.bidi_component.component_name}"] = element.bidi_component.id
                 elif element_kind:
                     widget = getattr(element, element_kind)
                     if getattr(widget, "id", "") and hasattr(widget, "label"):
                         widgets[f"{element_kind}:{widget.label}"] = widget.id
+            elif kind == "page_info_changed":
+                self.query = dict(parse_qsl(forward.page_info_changed.query_string))
             elif kind == "script_finished":
                 status = ForwardMsg.ScriptFinishedStatus.Name(forward.script_finished)
                 if status != "FINISHED_EARLY_FOR_RERUN":

@@ -8,22 +8,21 @@ Full screen, blackout and the help overlay happen in the browser alone. Keys act
 while ``lessons.keys`` is on, never while the focus is in a text box or a list; nothing advances by itself.
 
 Speaker notes: a second window (``/lessons?notes=1&presenter=ID``) cannot read the presenter's session, so each
-presenter run publishes where it is to ``notes_board()`` (one dict per server behind a lock, keyed by the random
-presenter id in the presenter's link), and the notes window reads it every second (``st.fragment(run_every=1)``).
+presenter run publishes where it is to ``notes_board()`` (vizcore/lessons/board.py: one per server process, keyed by
+the random presenter id in the presenter's link), and the notes window listens to the presenter's moves on the class
+channel (``listen.follow``): it runs again when the presenter moves, never while the presenter stays.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
-import time
-from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import streamlit as st
 
 from ui.state import KEY_PRESENT
 from vizcore.errors import VizError
+from vizcore.lessons.board import Position, notes_board
 from vizcore.lessons.course import ACTIONS, move
 from vizcore.lessons.lesson import Lesson
 
@@ -33,7 +32,6 @@ KEY_PRESENTER = f"{PAGE}.presenter"  # this presenter's id: in the link, so a re
 KEY_NOTES = f"{PAGE}.notes"  # this window is a presenter's speaker notes
 KEY_COMPONENT = f"{PAGE}.keys_component"
 PRESENTER_ID_BYTES = 9  # 12 URL-safe characters: another presenter's notes are not guessed
-BOARD_IDLE_S = 3 * 3600  # a presenter not heard from for three hours is forgotten
 
 HELP = (("→ · Space · Page Down", "next step (after a lesson's last step: the next lesson)"),
         ("← · Page Up", "previous step"), ("Home · End", "first · last step of the lesson"),
@@ -167,43 +165,6 @@ def presenter_id() -> str:
 
 # ---- speaker notes -----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Position:
-    """Where a presenter is: what the notes window needs to show that step's notes and answer."""
-
-    lesson: str
-    step: int
-    text: str
-    model: str
-    device: str
-    query: int | None
-
-
-class NotesBoard:
-    """Each presenter's position, by presenter id, for the notes windows (sessions do not share state)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._at: dict[str, tuple[Position, float]] = {}
-
-    def publish(self, presenter: str, position: Position, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            self._at[presenter] = (position, now)
-            for name in [n for n, (_, seen) in self._at.items() if now - seen > BOARD_IDLE_S]:
-                del self._at[name]
-
-    def read(self, presenter: str) -> Position | None:
-        with self._lock:
-            found = self._at.get(presenter)
-        return None if found is None else found[0]
-
-
-@st.cache_resource(show_spinner=False)
-def notes_board() -> NotesBoard:
-    return NotesBoard()
-
-
 # ---- the presenter's page ----------------------------------------------------------------------------------
 
 # One step fills the window: the main block a column of the window's height with no scrolling, the step's box
@@ -294,8 +255,10 @@ def _step_answer(step, position: Position):
 
 
 def notes_window(lessons: Mapping[str, Lesson]) -> None:
-    """The speaker notes window: the step the presenter (``presenter=`` in the link) is on, read every second."""
+    """The speaker notes window: the step the presenter (``presenter=`` in the link) is on, drawn again when the
+    presenter moves."""
     from ui.feedback import plain
+    from ui.lessons import listen
     from vizcore.lessons.course import speaker_notes
 
     st.title("Speaker notes")
@@ -305,20 +268,17 @@ def notes_window(lessons: Mapping[str, Lesson]) -> None:
                  "(Speaker notes).")
         return
 
-    @st.fragment(run_every=1)
-    def follow() -> None:
-        position = notes_board().read(presenter)
-        if position is None or position.lesson not in lessons:
-            st.info("Waiting for the presenter: open the Lessons page in presenter mode (?present=1) from the "
-                    "link that opened this window.")
-            return
-        lesson = lessons[position.lesson]
-        step = lesson.steps[position.step - 1]
-        st.subheader(f"{plain(lesson.title)} · step {position.step} of {len(lesson.steps)}: {plain(step.title)}")
-        for paragraph in speaker_notes(step, _step_answer(step, position)):
-            st.markdown(plain(paragraph))
-        if position.step < len(lesson.steps):
-            st.caption(f"Next: {plain(lesson.steps[position.step].title)}")
-        st.html(f'<div class="lesson-notes" data-lesson="{lesson.id}" data-step="{position.step}"></div>')
-
-    follow()
+    position, moves = notes_board().read_moves(presenter)
+    listen.follow(listen.notes_url(presenter), moves, key=f"{PAGE}.notes_follow")
+    if position is None or position.lesson not in lessons:
+        st.info("Waiting for the presenter: open the Lessons page in presenter mode (?present=1) from the "
+                "link that opened this window.")
+        return
+    lesson = lessons[position.lesson]
+    step = lesson.steps[position.step - 1]
+    st.subheader(f"{plain(lesson.title)} · step {position.step} of {len(lesson.steps)}: {plain(step.title)}")
+    for paragraph in speaker_notes(step, _step_answer(step, position)):
+        st.markdown(plain(paragraph))
+    if position.step < len(lesson.steps):
+        st.caption(f"Next: {plain(lesson.steps[position.step].title)}")
+    st.html(f'<div class="lesson-notes" data-lesson="{lesson.id}" data-step="{position.step}"></div>')

@@ -1,20 +1,21 @@
 """A class that follows its teacher (issue 34 C): the Lessons page's part for the teacher and for the students.
 
-The store: one per server (``rooms()``, a ``st.cache_resource`` shared by every session), in memory or, for
-replicas, the shared store ``VIZCORE_ROOMS`` names (``vizcore.lessons.stores.open_rooms``). This module uses its
-contract (``Rooms``) only.
+The store: one per server process (``rooms()``: ``vizcore.lessons.stores.server_rooms``, shared by every session and
+by the class channel's streams), in memory or, for replicas, the shared store ``VIZCORE_ROOMS`` names. This module
+uses its contract (``Rooms``) only.
 
 Teacher: ``/lessons?teach=1`` or *Start a class* opens a room at the step on screen; its code and secret stay in
 this session (``lessons.class_code``, ``lessons.class_secret``: the secret is never in a link or on a page). Each
 run, once the page has settled its step, ``teach`` sends the step to the room when it changed (``rooms.move``): so
 every way of moving (picker, buttons, keys, a link, a typed sentence) moves the class. The page shows the code
-(``data-room``), the students' link and its QR code, and the class's answers to the step's question, read every
-second (``st.fragment(run_every=1)``).
+(``data-room``), the students' link and its QR code, and the class's answers to the step's question, drawn in the
+teacher's browser as they come (``listen.answers_chart``: no page run).
 
 Student: ``/lessons?room=CODE`` (or the code typed in the box) follows the room. ``follow`` runs before the page
 settles its step: when the teacher's position is not the one this session last followed, it moves the session there
-as ``page.go_to`` does (and takes the teacher's sentence). A fragment reads the position every second (on the page's
-own clock, ``ui.lessons.clock``) and reruns the app when it changed. A student who moves themselves is on their own
+as ``page.go_to`` does (and takes the teacher's sentence). The page then listens (``listen.follow``): the class
+channel pushes each move, and the page asks for one rerun when the teacher has moved past what it drew; at rest no
+run happens on the server. A student who moves themselves is on their own
 (following pauses) until *Follow the teacher again*, or until they are back on the teacher's step. Their answer to
 the step's question goes to the room under a random id kept in the session (``send_answer``): the teacher sees
 counts, no names.
@@ -23,23 +24,20 @@ counts, no names.
 from __future__ import annotations
 
 import html
-import os
 import secrets
 import socket
-import sys
 from typing import Mapping, Sequence
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from ui.feedback import CHART, plain
-from ui.layout import for_screen
-from ui.lessons import clock, page
+from ui.feedback import plain
+from ui.lessons import listen, page
 from ui.state import presenting
-from vizcore.lessons.figures import answer_counts, answers_text, class_answers_bars, qr_svg_uri
+from vizcore.lessons.figures import qr_svg_uri
 from vizcore.lessons.lesson import Lesson
-from vizcore.lessons.rooms import Position, RoomError, Rooms, check_code
-from vizcore.lessons.stores import open_rooms
+from vizcore.lessons.rooms import Position, RoomError, Rooms, check_code, secret_hash, watch_token
+from vizcore.lessons.stores import server_rooms
 
 PAGE = page.PAGE
 KEY_TEACH = f"{PAGE}.teach"  # "1": open a class in this run (the link's teach=1, or the Start button)
@@ -53,10 +51,6 @@ KEY_ON_OWN = f"{PAGE}.on_own"  # the student moved themselves: following paused
 KEY_STUDENT = f"{PAGE}.student"  # this student's random id: their last answer to a step counts once
 KEY_PROBLEM = f"{PAGE}.room_problem"  # the store's message for a code this session cannot follow (said once)
 KEY_JOIN = f"{PAGE}.join_code"  # the box a code is typed in
-KEY_BEHIND = f"{PAGE}.page_behind"  # ticks in a row at which the page at rest showed another step than the session
-KEY_REDRAWN = f"{PAGE}.page_redrawn"  # (drawn, session's step, redraws) of the last mismatch redrawn
-BEHIND_TICKS = 2  # a page at rest on another step for this many ticks in a row is redrawn
-REDRAWS = 3  # of one mismatch, at most (a mismatch no redraw mends is not redrawn forever)
 STUDENT_ID_BYTES = 9
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # The class's code, large on the teacher's page and small in a corner in presenter mode; on a phone (a student's, 390
@@ -72,10 +66,9 @@ CLASS_CSS = """<style>
 </style>"""
 
 
-@st.cache_resource(show_spinner=False)
 def rooms() -> Rooms:
-    """The server's rooms: shared by every session (the store has its own lock)."""
-    return open_rooms(os.environ.get("VIZCORE_ROOMS"))
+    """The server's rooms: shared by every session and the channel (the store has its own lock)."""
+    return server_rooms()
 
 
 # ---- where students open the class -----------------------------------------------------------------------
@@ -197,23 +190,6 @@ def teacher_panel() -> None:
             st.caption(note)
 
 
-@st.fragment(run_every=1)
-def _class_answers(code: str, lesson_id: str, number: int, question: str, choices: Sequence[str]) -> None:
-    """The class's answers to this step's question, read every second: a bar per choice (zero included), the
-    counts as text, and how many students answered."""
-    try:
-        counts = rooms().tally(code, lesson_id, number)
-    except RoomError as error:
-        st.error(str(error))
-        return
-    rows = answer_counts(choices, counts)
-    answered = sum(counts.values())
-    st.markdown(f"**The class's answers** · {answered} student{'s' if answered != 1 else ''} answered")
-    st.plotly_chart(for_screen(class_answers_bars(rows, question)), key=f"{PAGE}.class_chart", config=CHART)
-    with st.container(key=f"{PAGE}-class-answers"):
-        st.caption(f"Answers: {plain(answers_text(rows))}")
-
-
 def class_answers(lesson: Lesson, number: int, choices: Sequence[str] | None) -> None:
     """The teacher's live chart of the class's answers (``choices``: the step's question's, None without one)."""
     if not teaching():
@@ -223,7 +199,14 @@ def class_answers(lesson: Lesson, number: int, choices: Sequence[str] | None) ->
         if question is None or choices is None:
             st.caption("This step has no question for the class.")
             return
-        _class_answers(st.session_state[KEY_CODE], lesson.id, number, question.text, tuple(choices))
+        code = st.session_state[KEY_CODE]
+        try:
+            counts = rooms().tally(code, lesson.id, number)
+        except RoomError as error:
+            st.error(str(error))
+            return
+        listen.answers_chart(code, watch_token(secret_hash(st.session_state[KEY_SECRET])), lesson.id, number,
+                             question.text, choices, counts, key=f"{PAGE}.class_chart")
 
 
 # ---- the students ----------------------------------------------------------------------------------------
@@ -283,43 +266,18 @@ def rejoin() -> None:
     st.session_state.pop(KEY_FOLLOWED, None)
 
 
-def redraw_if_behind(drawn: tuple[str, int] | None) -> None:
-    """Rerun the app when the page, at rest, has shown another step than this session is on for ``BEHIND_TICKS``
-    ticks in a row (``drawn``: what a tick reported, None when it reported nothing at rest): the end of a run lost on
-    its way to the browser (``ui.lessons.clock``). One mismatch is redrawn ``REDRAWS`` times at most."""
-    if drawn is None:
-        return
-    state = st.session_state
-    on = (state.get(page.KEY_LESSON), state.get(page.KEY_STEP))
-    if drawn == on:
-        state.pop(KEY_BEHIND, None)
-        return
-    state[KEY_BEHIND] = state.get(KEY_BEHIND, 0) + 1
-    last = state.get(KEY_REDRAWN)
-    redraws = last[2] + 1 if last and last[:2] == (drawn, on) else 1
-    if state[KEY_BEHIND] < BEHIND_TICKS or redraws > REDRAWS:
-        return
-    state.pop(KEY_BEHIND)
-    state[KEY_REDRAWN] = (drawn, on, redraws)
-    print(f"vizcore: a student's page showed {drawn} at rest while its session was on {on}: redrawn", file=sys.stderr,
-          flush=True)
-    st.rerun(scope="app")
-
-
-@st.fragment
 def _watch(code: str, titles: Mapping[str, str]) -> None:
-    """The student's line, read every second (``ui.lessons.clock``): following (the app reruns as soon as the
-    teacher moved) or on their own (where the teacher is, and the button back); a page that shows another step
-    than its session is on is drawn again (``redraw_if_behind``)."""
-    redraw_if_behind(clock.every(1, key=f"{PAGE}.follow_clock"))
+    """The student's line: following (the page's ears rerun the app as soon as the teacher moves) or on their own
+    (where the teacher is, and the button back)."""
     state = st.session_state
     try:
         position = rooms().position(code)
     except RoomError as error:
         _leave(str(error))
         st.rerun(scope="app")
+    listen.follow(listen.events_url(code), position.moves, key=f"{PAGE}.follow")
     if not state.get(KEY_ON_OWN):
-        if state.get(KEY_FOLLOWED) != position:
+        if state.get(KEY_FOLLOWED) != position:  # the teacher moved during this run: the next one follows
             st.rerun(scope="app")
         st.caption(f"Following your teacher · class **{code}**")
         return

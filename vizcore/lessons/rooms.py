@@ -2,8 +2,9 @@
 
 A teacher opens a room and gets its **code** (shown to the class, in a link ``/lessons?room=CODE`` and a QR code)
 and a **secret** (kept in the teacher's session only: whoever holds it moves the class). Students read the room's
-**position** (lesson, step, sentence) every second or so and follow it; they answer the step's question, and the
-teacher reads the **tally** (counts per choice, no names).
+**position** (lesson, step, sentence) and follow it; they answer the step's question, and the teacher reads the
+**tally** (counts per choice, no names). Whoever ``subscribe``s to a room hears its moves, answers and end as they
+happen, in any process that shares the store (vizcore/lessons/channel.py pushes them to the browsers): nobody polls.
 
 Codes are 6 symbols from 32 (digits 2-9 and the letters without I and O, so nothing reads as 0/O or 1/I):
 32**6 = 1.07e9 codes. A room expires after ``IDLE_SECONDS`` without a move or an answer (a student only
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from vizcore.errors import VizError
+from vizcore.lessons.events import ANSWER, END, MOVE, Hub, Listener
 
 ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
 CODE_LENGTH = 6
@@ -90,6 +92,17 @@ def same_secret(stored_hash: str, secret: str) -> bool:
     return hmac.compare_digest(stored_hash, secret_hash(str(secret)))
 
 
+def watch_token(stored_hash: str) -> str:
+    """What lets the teacher's page read the class's answers as they come (``channel``), and nothing else: derived
+    one way from the secret's hash (the teacher's session computes it from its secret, ``secret_hash``), so it
+    neither moves the class nor tells the secret, and the store, which keeps only the hash, can check it."""
+    return hashlib.sha256(f"watch:{stored_hash}".encode()).hexdigest()
+
+
+def same_watch(stored_hash: str, token: str) -> bool:
+    return hmac.compare_digest(watch_token(stored_hash), str(token))
+
+
 def check_move(lesson: str, step: int, text: str) -> tuple[str, int, str]:
     if not isinstance(step, int) or step < 1:
         raise RoomError(f"A step is a number from 1; got {step!r}.")
@@ -140,6 +153,14 @@ class Rooms(Protocol):
     def close(self, code: str, secret: str) -> None:
         """The teacher ends the class: its code answers 'ended' from then on."""
 
+    def check_watch(self, code: str, token: str) -> None:
+        """NotTheTeacher unless ``token`` is the class's ``watch_token`` (the teacher's page reading the answers)."""
+
+    def subscribe(self, code: str, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(kind)`` on every move, answer and end of the room ``code`` (a checked code), in any
+        process sharing this store, until the returned function is called. Nothing is replayed: read the position
+        after subscribing."""
+
 
 @dataclass
 class _Room:
@@ -158,6 +179,7 @@ class MemoryRooms:
         self._clock = clock
         self._rooms: dict[str, _Room] = {}
         self._lock = threading.Lock()
+        self.events = Hub()
 
     def _live(self, typed: str) -> tuple[str, _Room]:
         code = check_code(typed)
@@ -198,7 +220,10 @@ class MemoryRooms:
             old = room.position
             if (old.lesson, old.step, old.text) != (lesson, step, text):
                 room.position = Position(lesson, step, text, old.moves + 1)
-            return room.position
+            code, position = check_code(code), room.position
+        if position != old:
+            self.events.publish(code, MOVE)
+        return position
 
     def answer(self, code: str, student: str, lesson: str, step: int, choice: str) -> None:
         choice = check_choice(choice)
@@ -206,6 +231,7 @@ class MemoryRooms:
             _, room = self._live(code)
             room.touched = self._clock()
             room.answers.setdefault((str(lesson), int(step)), {})[str(student)] = choice
+        self.events.publish(check_code(code), ANSWER)
 
     def tally(self, code: str, lesson: str, step: int) -> dict[str, int]:
         with self._lock:
@@ -221,3 +247,13 @@ class MemoryRooms:
             if not same_secret(room.secret_hash, secret):
                 raise NotTheTeacher(NOT_THE_TEACHER)
             room.closed = True
+        self.events.publish(check_code(code), END)
+
+    def check_watch(self, code: str, token: str) -> None:
+        with self._lock:
+            _, room = self._live(code)
+            if not same_watch(room.secret_hash, token):
+                raise NotTheTeacher(NOT_THE_TEACHER)
+
+    def subscribe(self, code: str, listener: Listener) -> Callable[[], None]:
+        return self.events.subscribe(check_code(code), listener)

@@ -12,8 +12,13 @@ contract of ``MemoryRooms`` exactly (tests/support/rooms_contract.py checks both
   ``{prefix}{CODE}:steps`` lists those keys so that a touch keeps every one of them as long as the room.
 - Every change is one Lua script, run atomically by the server: codes are taken only if free (as SET NX does),
   moves are counted with nothing lost between two teachers' tabs, and concurrent answers all land.
-- Every call is one round trip (a script, one HMGET, or one MULTI for a tally): a class of 30 polling every
-  second is 30 small reads a second (docs/SCALE.md, "A class across replicas").
+- Every call is one round trip (a script, one HMGET, or one MULTI for a tally).
+- Moves, answers and ends are published on ``{prefix}events`` ("CODE kind") by the script that makes them, in the
+  same atomic step: every process that ``subscribe``s holds one subscription (a thread of its own) and hands each
+  message to its listeners (``vizcore.lessons.events.Hub``), so a student whose stream is on another replica than
+  the teacher hears the move (docs/SCALE.md, "A class across replicas"). Redis's publish/subscribe keeps nothing
+  for a subscriber that was away: after a lost subscription, every room listened to is told "move" (its streams
+  read the position again), and the streams' heartbeat reads it anyway.
 
 The code sits in braces (a Redis Cluster hash tag), so all of a room's keys live on one node of a cluster.
 """
@@ -21,6 +26,8 @@ The code sits in braces (a Redis Cluster hash tag), so all of a room's keys live
 from __future__ import annotations
 
 import re
+import sys
+import threading
 import time
 from typing import Callable
 
@@ -28,6 +35,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from vizcore.lessons.events import KINDS, MOVE, Hub, Listener
 from vizcore.lessons.rooms import (
     IDLE_SECONDS,
     NOT_THE_TEACHER,
@@ -42,14 +50,17 @@ from vizcore.lessons.rooms import (
     expired_message,
     new_code,
     new_secret,
+    same_watch,
     secret_hash,
     unknown_message,
 )
 
 PREFIX = "vizcore:room:"
 FORGET_SECONDS = 2 * IDLE_SECONDS  # as MemoryRooms: an ended or idle room answers "ended" this long, then "unknown"
-CONNECT_TIMEOUT = 1.0  # a student's poll must fail fast when the store is gone, not hang the page
+CONNECT_TIMEOUT = 1.0  # a page's read must fail fast when the store is gone, not hang the page
 READ_TIMEOUT = 2.0
+SUBSCRIBED_WAIT_S = 5.0  # the first subscriber waits this long for the subscription (a move after it is heard)
+RESUBSCRIBE_S = 1.0  # after a lost subscription (the store restarted), the next try
 
 # The room's liveness, as MemoryRooms._live decides it. ARGV[1] is the caller's clock; it returns a status word.
 _LIVE = """
@@ -76,31 +87,34 @@ redis.call('EXPIRE', KEYS[1], %d)
 return 1
 """ % FORGET_SECONDS
 
-# KEYS: room, steps. ARGV: now, secret hash, lesson, step, text. A move to where the class is changes nothing
-# (but still keeps the room open, as MemoryRooms does).
+# KEYS: room, steps. ARGV: now, secret hash, lesson, step, text, events channel, code. A move to where the class is
+# changes nothing (but still keeps the room open, as MemoryRooms does) and is not published.
 _MOVE = _LIVE + _TOUCH + """
 if room[1] ~= ARGV[2] then return {'teacher'} end
 touch(ARGV[1])
 if room[4] ~= ARGV[3] or room[5] ~= ARGV[4] or room[6] ~= ARGV[5] then
   local moves = redis.call('HINCRBY', KEYS[1], 'moves', 1)
   redis.call('HSET', KEYS[1], 'lesson', ARGV[3], 'step', ARGV[4], 'text', ARGV[5])
+  redis.call('PUBLISH', ARGV[6], ARGV[7] .. ' move')
   return {'ok', ARGV[3], ARGV[4], ARGV[5], tostring(moves)}
 end
 return {'ok', room[4], room[5], room[6], room[7]}
 """
 
-# KEYS: room, steps, this step's answers. ARGV: now, student, choice.
+# KEYS: room, steps, this step's answers. ARGV: now, student, choice, events channel, code.
 _ANSWER = _LIVE + _TOUCH + """
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 redis.call('SADD', KEYS[2], KEYS[3])
 touch(ARGV[1])
+redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' answer')
 return {'ok'}
 """
 
-# KEYS: room. ARGV: now, secret hash.
+# KEYS: room. ARGV: now, secret hash, events channel, code.
 _CLOSE = _LIVE + """
 if room[1] ~= ARGV[2] then return {'teacher'} end
 redis.call('HSET', KEYS[1], 'closed', 1)
+redis.call('PUBLISH', ARGV[3], ARGV[4] .. ' end')
 return {'ok'}
 """
 
@@ -125,6 +139,12 @@ class RedisRooms:
         self.where = kwargs.get("path") or f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
         self._open, self._move, self._answer, self._close = (
             self._redis.register_script(script) for script in (_OPEN, _MOVE, _ANSWER, _CLOSE))
+        self._url = url
+        self.channel = f"{prefix}events"
+        self.events = Hub()
+        self._listener: threading.Thread | None = None
+        self._listener_lock = threading.Lock()
+        self._subscribed = threading.Event()
 
     def _keys(self, code: str) -> tuple[str, str]:
         room = f"{self.prefix}{{{code}}}"
@@ -183,7 +203,7 @@ class RedisRooms:
         code = check_code(code)
         lesson, step, text = check_move(lesson, step, text)
         reply = self._call(self._move, keys=list(self._keys(code)),
-                           args=[self._now(), secret_hash(str(secret)), lesson, step, text])
+                           args=[self._now(), secret_hash(str(secret)), lesson, step, text, self.channel, code])
         self._raise_for(reply[0], code)
         return Position(reply[1], int(reply[2]), reply[3], int(reply[4]))
 
@@ -191,7 +211,8 @@ class RedisRooms:
         choice = check_choice(choice)
         code = check_code(code)
         keys = [*self._keys(code), self._answers_key(code, str(lesson), step)]
-        self._raise_for(self._call(self._answer, keys=keys, args=[self._now(), str(student), choice])[0], code)
+        reply = self._call(self._answer, keys=keys, args=[self._now(), str(student), choice, self.channel, code])
+        self._raise_for(reply[0], code)
 
     def tally(self, code: str, lesson: str, step: int) -> dict[str, int]:
         code = check_code(code)
@@ -207,5 +228,53 @@ class RedisRooms:
 
     def close(self, code: str, secret: str) -> None:
         code = check_code(code)
-        reply = self._call(self._close, keys=[self._keys(code)[0]], args=[self._now(), secret_hash(str(secret))])
+        reply = self._call(self._close, keys=[self._keys(code)[0]],
+                           args=[self._now(), secret_hash(str(secret)), self.channel, code])
         self._raise_for(reply[0], code)
+
+    def check_watch(self, code: str, token: str) -> None:
+        code = check_code(code)
+        stored, *fields = self._call(self._redis.hmget, self._keys(code)[0], ("secret", *_FIELDS))
+        self._check_live(code, dict(zip(_FIELDS, fields)))
+        if not same_watch(stored, token):
+            raise NotTheTeacher(NOT_THE_TEACHER)
+
+    def subscribe(self, code: str, listener: Listener) -> Callable[[], None]:
+        code = check_code(code)
+        self._listen_in_background()
+        return self.events.subscribe(code, listener)
+
+    def _listen_in_background(self) -> None:
+        """Start this process's one subscription (a daemon thread) unless it runs; the first caller waits until it
+        is subscribed, so that a move made after ``subscribe`` returns is heard."""
+        with self._listener_lock:
+            if self._listener is None or not self._listener.is_alive():
+                self._listener = threading.Thread(target=self._listen, name="vizcore-rooms-events", daemon=True)
+                self._listener.start()
+        self._subscribed.wait(SUBSCRIBED_WAIT_S)
+
+    def _listen(self) -> None:
+        # A connection of its own without the read timeout (a subscription is quiet between moves), with Redis's own
+        # health check to find a dead connection.
+        client = redis.Redis.from_url(self._url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT,
+                                      health_check_interval=30)
+        lost = False
+        while True:
+            try:
+                pubsub = client.pubsub(ignore_subscribe_messages=True)
+                pubsub.subscribe(self.channel)
+                pubsub.get_message(timeout=CONNECT_TIMEOUT)  # the subscription's confirmation
+                self._subscribed.set()
+                if lost:  # what was published while away is gone: every room listened to reads its position again
+                    for topic in self.events.topics():
+                        self.events.publish(topic, MOVE)
+                for message in pubsub.listen():
+                    code, _, kind = str(message.get("data", "")).partition(" ")
+                    if kind in KINDS:
+                        self.events.publish(code, kind)
+            except redis.exceptions.RedisError as error:
+                if not lost:
+                    print(f"vizcore: the class store's events at {self.where} stopped ({error}); trying again every "
+                          f"{RESUBSCRIBE_S:g} s", file=sys.stderr, flush=True)
+                lost = True
+                time.sleep(RESUBSCRIBE_S)

@@ -5,6 +5,9 @@ Kept apart from vizcore/lessons/rooms.py: the Redis store imports that contract,
 
 from __future__ import annotations
 
+import os
+import threading
+
 from vizcore.lessons.rooms import MemoryRooms, RoomError, Rooms
 
 
@@ -18,3 +21,17 @@ def open_rooms(url: str | None = None) -> Rooms:
 
         return RedisRooms(url)
     raise RoomError(f"Unknown rooms store '{url}': use 'memory' or a redis://host:port/db address.")
+
+
+_server: Rooms | None = None
+_server_lock = threading.Lock()
+
+
+def server_rooms() -> Rooms:
+    """This server process's store (``VIZCORE_ROOMS``), one for every session and for the class channel's streams
+    (vizcore/lessons/channel.py), which run outside any session: both must see the same in-memory rooms."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = open_rooms(os.environ.get("VIZCORE_ROOMS"))
+        return _server

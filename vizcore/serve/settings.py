@@ -74,8 +74,19 @@ def run_cache_bytes(environ: Mapping[str, str] | None = None) -> int:
     return int((setting(RUN_CACHE_MB, text, whole=False) if text else DEFAULT_RUN_CACHE_MB) * 2**20)
 
 
+STREAMS_PER_ADDRESS_ENV = "VIZCORE_STREAMS_PER_ADDRESS"
+STREAMS_PER_ADDRESS = 8  # a student's tabs, a teacher's page and notes window fit; a loop opening streams does not
+
+
+def streams_per_address(environ: Mapping[str, str] | None = None) -> int:
+    """The class channel's open event streams allowed per client address (vizcore/lessons/channel.py)."""
+    value = (os.environ if environ is None else environ).get(STREAMS_PER_ADDRESS_ENV, "").strip()
+    return int(setting(STREAMS_PER_ADDRESS_ENV, value)) if value else STREAMS_PER_ADDRESS
+
+
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
     """VizError for the first of the server's variables that is set to something that is not a valid value."""
     torch_threads(environ)
     run_cache_bytes(environ)
     Limits.from_env(environ)
+    streams_per_address(environ)
