@@ -227,9 +227,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8640)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    plan = [(30, 1), (30, 2), (100, 1), (100, 2)]
-    plan = [(f, r) for f, r in plan if (args.followers is None or f in args.followers)
-            and (args.replicas is None or r in args.replicas)]
+    plan = [(f, r) for f in (args.followers or [30, 100]) for r in (args.replicas or [1, 2])]
     rows, problems = [], []
     for followers_n, replicas in plan:
         load = os.getloadavg()

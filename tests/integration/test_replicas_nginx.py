@@ -2,7 +2,7 @@
 redis-server they share.
 
 The replicas here are tests/support/fake_replica.py (they start in a fraction of a second and answer with their
-name), so the routing itself is checked in a few seconds; tests/integration/test_replicas.py does the same
+name), so the routing itself is checked in a few seconds; tests/e2e/test_replicas_browser.py does the same
 with the real app and Streamlit's protocol.
 """
 

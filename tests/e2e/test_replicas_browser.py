@@ -1,4 +1,10 @@
-"""Two real app replicas behind nginx (``python -m deploy.replicas``), visited through Streamlit's own protocol.
+"""Two real app replicas behind nginx (``python -m deploy.replicas``), visited in Chromium and through Streamlit's own
+protocol.
+
+A class across them, in the browser (issue 46): a teacher pinned to r1 and a student pinned to r2 (nginx's sticky
+cookie); the student's page hears each of the teacher's moves on its class stream (served by r2, which hears r1's
+move through the shared store's publish/subscribe) and draws the step; the student's answer reaches the teacher's
+chart on r1 by the teacher's own stream.
 
 Four students (tests/support/streamlit_ws.py: the browser's HTTP page load, then its websocket and rerun)
 open the Explorer with a sentence of their own. They are shared out over both replicas and each one's page,
@@ -24,6 +30,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from deploy.replicas import ROOMS_ENV, find_nginx, find_redis, redis_answers
+from tests.e2e.conftest import LAPTOP, count_finished_runs, wait_until_idle
+from tests.support.class_follow import answer, choices, move, wait_all, wait_counted
 from tests.support.event_loop import LoopThread
 from tests.support.processes import alive, descendants, environ, free_port_block
 from tests.support.streamlit_ws import COOKIE, Visitor
@@ -59,6 +67,40 @@ def served(tmp_path_factory):
         if supervisor.poll() is None:
             supervisor.kill()  # the replicas and nginx end with it (PR_SET_PDEATHSIG)
             supervisor.wait()
+
+
+def test_a_student_on_the_second_replica_follows_a_teacher_on_the_first_by_push(served, browser):
+    _, base, _ = served
+
+    def pinned(replica: str):
+        context = browser.new_context(viewport=LAPTOP)
+        context.add_cookies([{"name": COOKIE, "value": replica, "url": base}])
+        return context
+
+    teacher_context, student_context = pinned("r1"), pinned("r2")
+    try:
+        teacher = teacher_context.new_page()
+        teacher.goto(f"{base}/lessons?teach=1&lesson=attention&step=1", timeout=180_000)
+        code = teacher.wait_for_selector("[data-room]", timeout=180_000).get_attribute("data-room")
+        student = count_finished_runs(student_context.new_page())
+        student.goto(f"{base}/lessons?room={code}", timeout=180_000)
+        wait_all([student], ("attention", 1), time.perf_counter(), 180)
+        assert student.evaluate("globalThis.__classFollow.opened") == 1  # one stream, held open
+        for expected in (("attention", 2), ("attention", 3)):
+            wait_until_idle(student, quiet_ms=300)
+            runs = student.finished_runs
+            move(teacher, [student], expected, timeout_s=60)
+            wait_until_idle(student, quiet_ms=300)
+            assert student.finished_runs - runs == 1, "one run of the student's page per move, by push"
+        shown = choices(student)
+        answer([student], [shown[0]], timeout_s=60)
+        wait_counted(teacher, shown, [shown[0]], timeout_s=30)  # counted on r1, drawn by the teacher's stream
+        cookies = {name: {c["name"]: c["value"] for c in context.cookies(base)}.get(COOKIE)
+                   for name, context in (("teacher", teacher_context), ("student", student_context))}
+        assert cookies == {"teacher": "r1", "student": "r2"}, cookies
+    finally:
+        teacher_context.close()
+        student_context.close()
 
 
 def _replica_of(visitor: Visitor) -> str:
