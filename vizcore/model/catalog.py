@@ -7,6 +7,7 @@ catalogue lives here; ``vizcore.model.loading`` (the loading) re-exports it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from dataclasses import dataclass
@@ -164,8 +165,10 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
 }
 
 
+@functools.cache
 def accelerator_possible() -> bool:
-    """False only when torch certainly sees no GPU: Linux without any GPU device node.
+    """False only when torch certainly sees no GPU: Linux without any GPU device node (asked once a process: every
+    page run's device choice asks, and the file checks were a class's follow run's).
 
     Elsewhere (macOS has MPS, Windows has no /dev) the answer needs torch itself.
     """
