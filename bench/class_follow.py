@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 
 import httpx
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench.class_replicas import start as start_replicas
 from bench.classroom import listening_pid, sample, wait_until_idle
@@ -95,11 +97,29 @@ class Follower:
                         await self.follow(heard)
 
     async def follow(self, heard: dict) -> None:
-        value = json.dumps([{"event": "moved", "value": heard}])
-        run = await self.visitor.run(triggers={self.trigger: value})
-        seen = MOVES_SEEN.findall(run.shown)
-        self.moves = int(seen[-1]) if seen else heard["moves"]
-        self.at = drawn(run.shown)
+        """The page's rerun, read as lightly as the browser would need: each frame's type, and the raw bytes of its
+        deltas searched for the step's marker and the move count the page drew (the client shares the cores with
+        the server it measures: Visitor.run's re-serialising of every delta cost the client more than the server)."""
+        message = BackMsg()
+        message.rerun_script.query_string = self.visitor.query_string
+        message.rerun_script.page_name = self.visitor.page
+        message.rerun_script.widget_states.widgets.add(
+            id=self.trigger, json_trigger_value=json.dumps([{"event": "moved", "value": heard}]))
+        socket = self.visitor.socket
+        await socket.send(message.SerializeToString())
+        at, moves = None, None
+        while True:
+            frame = await socket.recv()
+            forward = ForwardMsg.FromString(frame)
+            kind = forward.WhichOneof("type")
+            if kind == "delta":
+                found, seen = MARKER.findall(frame), MOVES_SEEN.findall(frame)
+                at = (found[-1][0].decode(), int(found[-1][1])) if found else at
+                moves = int(seen[-1]) if seen else moves
+            elif kind == "script_finished" and forward.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                break
+        self.moves = moves if moves is not None else heard["moves"]
+        self.at = at or self.at
         self.drawn_at.setdefault(self.moves, time.perf_counter())
 
 
