@@ -65,8 +65,8 @@ _CHART_CSS = """
 .class-chart { font-size: 1rem; line-height: 1.4; }
 .class-chart .title { font-weight: 700; margin: 0 0 0.25rem 0; }
 .class-chart table { border-collapse: collapse; width: 100%; }
-.class-chart th { text-align: left; font-weight: 400; padding: 0.15rem 0.75rem 0.15rem 0; width: 1%;
-  white-space: nowrap; }
+.class-chart th { text-align: left; font-weight: 400; padding: 0.15rem 0.75rem 0.15rem 0; }
+.class-chart th[scope=row], .class-chart thead th:first-child { width: 1%; white-space: nowrap; }
 .class-chart td { padding: 0.15rem 0; }
 .class-chart .bar { display: inline-block; height: 1.1rem; vertical-align: middle;
   background: light-dark(#1f5fa8, #8ab4f8);

@@ -37,20 +37,6 @@ def answers_text(rows: Sequence[tuple[str, int]]) -> str:
     return ", ".join(f"{choice} {count}" for choice, count in rows)
 
 
-def class_answers_bars(rows: Sequence[tuple[str, int]], title: str) -> go.Figure:
-    """How many students gave each answer: one horizontal bar per choice, its count written on it (no names)."""
-    names = [choice for choice, _ in rows]
-    values = [count for _, count in rows]
-    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", text=[str(v) for v in values], textposition="outside",
-                           cliponaxis=False, hovertemplate="%{y}: %{x} students<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", tickfont={"size": TICK_FONT_SIZE}, automargin=True)
-    fig.update_xaxes(title="students", tickfont={"size": TICK_FONT_SIZE}, rangemode="tozero", dtick=1,
-                     range=[0, max([*values, 1]) * 1.15])
-    fig = base_layout(fig, title, 120 + 40 * len(rows))
-    fig.update_layout(margin={"t": 50})
-    return fig
-
-
 def qr_svg_uri(link: str) -> str:
     """The QR code of ``link`` as an SVG data URI (segno, pure Python, offline): dark modules on white with the
     4-module quiet zone a phone's camera needs, whatever the page's theme."""
