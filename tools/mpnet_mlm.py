@@ -8,8 +8,9 @@ top-5, and the share of top-1 answers that copy a word of the window) and on the
 (vizcore/mlm/demo.py: top-1, top-5, copied top-1). The table says which layers still hold the pretrained knowledge
 and so which training route is cheapest (the head alone, the top layers, or adapters).
 
-    python -m tools.mlm_training build-corpus --work-dir .mlm-work     # the text and split of the MiniLM masked-LM
-    python -m tools.mpnet_mlm windows --work-dir .mlm-work             # MPNet's tokens of it, 64-token windows
+    pip download gensim --no-deps -d .mlm-work                         # one source of the text (tools/corpus.py)
+    python -m tools.mpnet_mlm windows --work-dir .mlm-work             # the MiniLM masked-LM's text and split,
+                                                                       # in MPNet's tokens, 64-token windows
     python -m tools.mpnet_mlm probe-layers --work-dir .mlm-work --steps 300 --layers 6 8 10 12
 
 ``probe-layers`` saves its heads and log after every evaluation and goes on from them when run again (a sitting
@@ -61,8 +62,13 @@ class Head(nn.Module):
 
 
 def windows_command(work: Path) -> dict:
+    """MPNet's token windows of the masked-LM corpus's text (its train / held-out split, built here when missing)."""
+    from tools.corpus import build_corpus, fetch_sotu, find_gensim_wheel
     from tools.mlm_training import tokenize_windows
 
+    if not (work / "train.txt").is_file():
+        work.mkdir(parents=True, exist_ok=True)
+        build_corpus(work, find_gensim_wheel([str(work), "."]), str(fetch_sotu(work)))
     _, tokenizer = load_encoder()
     out = {}
     for split in ("train", "heldout"):
