@@ -69,13 +69,38 @@ def windows_command(work: Path) -> dict:
     if not (work / "train.txt").is_file():
         work.mkdir(parents=True, exist_ok=True)
         build_corpus(work, find_gensim_wheel([str(work), "."]), str(fetch_sotu(work)))
+    dropped = drop_demo_documents(work / "train.txt", work / "mpnet-train.txt")
     _, tokenizer = load_encoder()
-    out = {}
-    for split in ("train", "heldout"):
-        rows = tokenize_windows(work / f"{split}.txt", tokenizer, SEQ_LEN)
+    out = {"train_documents_with_a_demo_sentence_dropped": dropped}
+    for split, text in (("train", work / "mpnet-train.txt"), ("heldout", work / "heldout.txt")):
+        rows = tokenize_windows(text, tokenizer, SEQ_LEN)
         np.save(work / f"mpnet-{split}-{SEQ_LEN}.npy", rows)
         out[split] = int(rows.shape[0])
     return out
+
+
+def demo_sentences_in(text: str) -> list[str]:
+    """The demo set's sentences, filled with any accepted answer, that ``text`` holds (lower case, the final stop
+    left out): what the masked-LM must never have been trained on (issue 48 C)."""
+    text = text.lower()
+    found = []
+    for sentence, accepted in DEMO:
+        left, right = sentence.lower().split("[mask]")
+        found += [filled for answer in accepted if (filled := (left + answer + right).rstrip(".!")) in text]
+    return found
+
+
+def drop_demo_documents(source: Path, target: Path) -> int:
+    """``source``'s documents (one a line) without those that hold a demo sentence, into ``target``; how many went
+    (the corpus held three: "Thank you very much", "Practice makes perfect", "Water boils at 100 degrees Celsius")."""
+    kept, dropped = [], 0
+    for line in source.read_text(encoding="utf-8").splitlines():
+        if demo_sentences_in(line):
+            dropped += 1
+        else:
+            kept.append(line)
+    target.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return dropped
 
 
 def special_of(ids: torch.Tensor, tokenizer) -> torch.Tensor:
@@ -167,13 +192,14 @@ def probe_layers(work: Path, layers: list[int], steps: int, batch: int, lr: floa
         where = labels != IGNORE
         states = layer_states(encoder, inputs, layers)
         loss = sum(F.cross_entropy(head(state[where]), labels[where]) for head, state in zip(heads.values(), states))
+        loss_value = float(loss.detach()) / len(heads)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         if step % eval_every == 0 or step == steps:
             held = heldout_scores(encoder, heads, heldout, tokenizer, eval_windows)
             demo = demo_scores(encoder, heads, tokenizer)
-            row = {"step": step, "seconds": round(time.perf_counter() - started, 1), "loss": float(loss) / len(heads),
+            row = {"step": step, "seconds": round(time.perf_counter() - started, 1), "loss": loss_value,
                    "layers": {layer: {**held[layer], **demo[layer]} for layer in layers}}
             log["evaluations"].append(row)
             log["step"] = step

@@ -20,3 +20,15 @@ def test_a_copy_repeats_a_word_of_the_sentence_that_is_not_an_answer():
     assert not is_copy("The man worked as a [MASK].", "carpenter", OCCUPATIONS)
     assert is_copy("The man worked as a [MASK].", "man", OCCUPATIONS)
     assert not is_copy("The Eiffel Tower is in [MASK].", "paris", ("paris", "france"))
+
+
+def test_training_text_loses_every_document_that_holds_a_demo_sentence(tmp_path):
+    from tools.mpnet_mlm import demo_sentences_in, drop_demo_documents
+
+    source = tmp_path / "train.txt"
+    source.write_text("A gloss about rivers.\nThey said: Thank you very much, sir.\nRome is the capital of Italy, "
+                      "and old.\nThe capital of France is a city.\n", encoding="utf-8")
+    assert drop_demo_documents(source, tmp_path / "kept.txt") == 2
+    kept = (tmp_path / "kept.txt").read_text(encoding="utf-8")
+    assert kept.splitlines() == ["A gloss about rivers.", "The capital of France is a city."]
+    assert demo_sentences_in(kept) == []
