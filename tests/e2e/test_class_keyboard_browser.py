@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.e2e.conftest import LAPTOP, count_finished_runs, screenshot, wait_until_idle
 from tests.e2e.test_keyboard_browser import FOCUSED_NAME, open_page, tab_to
 from tests.e2e.test_presenter_browser import at, press
-from tests.support.class_follow import wait_all
+from tests.support.class_follow import wait_all, wait_listening
 
 FOLLOW_TIMEOUT_S = 60  # following at all; how fast is bench/class_replicas.py's
 RUN_ENDS_MS = 30_000  # a run that has drawn its first element finishes
@@ -54,7 +54,7 @@ def test_a_class_by_keyboard_start_join_wander_follow_again_and_end(browser, app
         wait_all([student], ("attention", 1), 0, FOLLOW_TIMEOUT_S)
         screenshot(student, "class-keyboard-student-joined")
         # The page listens on one stream of the class channel and runs nothing while the class is at rest.
-        assert student.evaluate("globalThis.__classFollow.opened") == 1
+        wait_listening(student)
 
         tab_to(student, NEXT)  # on their own: two steps ahead of the teacher
         student.keyboard.press("Enter")

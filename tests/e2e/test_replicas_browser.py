@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 
 from deploy.replicas import ROOMS_ENV, find_nginx, find_redis, redis_answers
 from tests.e2e.conftest import LAPTOP, count_finished_runs, wait_until_idle
-from tests.support.class_follow import answer, choices, move, wait_all, wait_counted
+from tests.support.class_follow import answer, choices, move, wait_all, wait_counted, wait_listening
 from tests.support.event_loop import LoopThread
 from tests.support.processes import alive, descendants, environ, free_port_block
 from tests.support.streamlit_ws import COOKIE, Visitor
@@ -85,7 +85,7 @@ def test_a_student_on_the_second_replica_follows_a_teacher_on_the_first_by_push(
         student = count_finished_runs(student_context.new_page())
         student.goto(f"{base}/lessons?room={code}", timeout=180_000)
         wait_all([student], ("attention", 1), time.perf_counter(), 180)
-        assert student.evaluate("globalThis.__classFollow.opened") == 1  # one stream, held open
+        wait_listening(student)  # one stream, held open
         for expected in (("attention", 2), ("attention", 3)):
             wait_until_idle(student, quiet_ms=300)
             runs = student.finished_runs

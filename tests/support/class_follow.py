@@ -103,6 +103,14 @@ def move(teacher, students: list, expected: tuple[str, int], timeout_s: float) -
     return moved - clicked, wait_all(students, expected, moved, timeout_s)
 
 
+def wait_listening(page, timeout_s: float = 60) -> None:
+    """Wait until the student's page holds its class stream (``ui/lessons/listen.py``: the component's JavaScript
+    loads after the page's other elements are drawn), and check it opened one, not one per run."""
+    page.wait_for_function("() => (globalThis.__classFollow || {}).source?.readyState === 1",
+                           timeout=timeout_s * 1000)
+    assert page.evaluate("globalThis.__classFollow.opened") == 1, "one stream for the page's life"
+
+
 def choices(page) -> list[str]:
     """The step's question's choices, as the page shows them."""
     return [label.inner_text().strip() for label in page.locator(OPTIONS).all()]
