@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Sequence
 
+from vizcore import batch
 from vizcore.attention import cli as attention_cli
 from vizcore.circuits import cli as circuits_cli
 from vizcore.corpus import cli as corpus_cli
@@ -60,12 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     for topic in TOPICS:
         topic.register(subparsers)
+    for name in batch.BATCH_COMMANDS:
+        batch.add_input_option(subparsers.choices[name])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     where = ""  # "python -m vizcore <command>: " once the command is known (its parser's errors name it)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if batch.wants_batch(argv):
+        return _run_batch(parser, argv)
     try:
         args = parser.parse_args(argv)
         where = f"{parser.prog} {args.command}: "
@@ -91,3 +97,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def _run_batch(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    """``<command> --input FILE``: one JSON line per input line (vizcore.batch); a batch that cannot start is one
+    error line and exit code 2, like a single call's."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(encoding="utf-8")
+    try:
+        return batch.run_batch(parser, argv)
+    except VizError as error:
+        where = f"{parser.prog} {argv[0]}: "
+        print(f"error: {where}{str(error).removeprefix(where)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"error: {parser.prog} {argv[0]}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+

@@ -13,6 +13,8 @@ import re
 import socket
 import threading
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,7 +129,31 @@ def _check_local_folder(path: Path) -> Path:
     return path
 
 
+_REUSED: dict[tuple[str, str, str], LoadedModel] | None = None
+
+
+@contextmanager
+def reuse_models() -> Iterator[None]:
+    """Within it, ``load_model`` loads each (name, device, head) once and then gives the same model back: a batch of
+    command-line lines (vizcore.batch) loads its model once. Loaded models are read-only, so sharing them is safe."""
+    global _REUSED
+    outer, _REUSED = _REUSED, ({} if _REUSED is None else _REUSED)
+    try:
+        yield
+    finally:
+        _REUSED = outer
+
+
 def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "base") -> LoadedModel:
+    if _REUSED is not None:
+        key = ((name or "").strip(), device, head)
+        if key not in _REUSED:
+            _REUSED[key] = _load_model(name, device, head)
+        return _REUSED[key]
+    return _load_model(name, device, head)
+
+
+def _load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: str = "base") -> LoadedModel:
     """Load a model for inference with eager attention (the SDPA path returns no weights).
 
     ``head`` is ``base`` (the bare encoder/decoder), ``mlm`` (with its masked-LM head), ``causal-lm``
