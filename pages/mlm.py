@@ -17,6 +17,7 @@ from ui.mlm import page as fm
 from ui.mlm.link import LINK
 from ui.state import selection
 from vizcore.errors import VizError
+from vizcore.mlm import base_weights, weights
 from vizcore.mlm.figures import (
     lens_card_curves,
     lens_card_table,
@@ -33,22 +34,23 @@ from vizcore.mlm.figures import (
     rates_table,
 )
 from vizcore.mlm.fill_mask import FillMaskResult
-from vizcore.mlm.weights import MLM_MODEL, summary_line
+from vizcore.model.catalog import BUILTIN_MODELS, FILL_MASK_MODELS
 from vizcore.plot import display_tokens
 
 
 def choose_model() -> str:
     left, right = st.columns([2, 1])
     choice = left.selectbox(
-        "Masked-LM", fm.MLM_CHOICES, key=fm.KEY_MODEL_CHOICE,
-        format_func=lambda n: f"{n} (MiniLM, MLM-tuned here: offline)" if n == MLM_MODEL else
+        "Masked-LM", fm.mlm_choices(), key=fm.KEY_MODEL_CHOICE,
+        format_func=lambda n: f"{n} ({BUILTIN_MODELS[n].label}: offline)" if n in FILL_MASK_MODELS else
         (n if n == fm.OTHER_MODEL else f"{n} (hub: needs internet or a cache)"))
     if choice == fm.OTHER_MODEL:
         left.text_input("Hub id or local folder of a masked-LM", key=fm.KEY_MODEL_OTHER,
                         placeholder="bert-base-uncased or ./my-bert")
     right.slider("Predictions per mask (top-k)", 1, 20, 5, key="fill_mask.top_k")
     name = fm.model_name()
-    st.caption(summary_line() if name == MLM_MODEL else
+    summaries = {weights.MLM_MODEL: weights.summary_line, base_weights.BASE_MLM_MODEL: base_weights.summary_line}
+    st.caption(summaries[name]() if name in summaries else
                f"`{name}`: any Hugging Face masked-LM works (BERT, DistilBERT, RoBERTa with <mask>).")
     return name
 
@@ -72,6 +74,8 @@ def sentence_controls(name: str, device: str) -> str:
 
 
 def show_predictions(result: FillMaskResult, name: str, device: str, text: str) -> None:
+    label = BUILTIN_MODELS[name].label if name in BUILTIN_MODELS else "from the hub or a folder"
+    st.markdown(f"Answered by **{name}** ({label}).")
     columns = st.columns(min(3, len(result.masks)))
     for number, mask in enumerate(result.masks):
         title = f"Mask {number + 1} (token {mask.index})" if len(result.masks) > 1 else "Prediction for [MASK]"

@@ -23,6 +23,19 @@ def isolated_startup_cache(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def small_fill_mask_model():
+    """The suite fills blanks with the small ``minilm-mlm-tuned`` (and so do the servers it starts), even where the
+    base-size model is installed, so a test's numbers and its time do not depend on the machine: the tests of the
+    base-size masked-LM and of the app's choice unset it (tests/integration/test_mpnet_mlm.py)."""
+    from vizcore.model.catalog import FILL_MASK_ENV, MLM_MODEL
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv(FILL_MASK_ENV, MLM_MODEL)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """``tiny_model_dir("bert" | "distilbert" | "gpt2" | "mpnet")`` -> a saved Hugging Face folder (with LM head)."""

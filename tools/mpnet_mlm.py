@@ -20,15 +20,21 @@ at a time); it writes ``probe-layers.json`` in the work folder and prints the ta
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tools.training_loop import LoopConfig, Recipe
+from vizcore.errors import VizError
 from vizcore.mlm.demo import DEMO, is_copy
 from vizcore.mlm.masking import IGNORE, mask_tokens, ordinary_token_ids
 
@@ -101,6 +107,31 @@ def drop_demo_documents(source: Path, target: Path) -> int:
             kept.append(line)
     target.write_text("\n".join(kept) + "\n", encoding="utf-8")
     return dropped
+
+
+def demo_in_windows(windows: np.ndarray, tokenizer) -> list[str]:
+    """The demo sentences (each filled with each accepted answer, without the final stop) whose tokens occur in a row
+    anywhere in the training windows, read back as the one token stream they were cut from: what training read.
+    [] proves the demo set was not trained on (issue 48 C)."""
+    stream = np.ascontiguousarray(np.asarray(windows)[:, 1:-1]).ravel()  # windows are <s> + a cut of the stream + </s>
+    found = []
+    for sentence, accepted in DEMO:
+        left, right = sentence.split("[MASK]")
+        for answer in accepted:
+            ids = tokenizer((left + answer + right).rstrip(".!?"), add_special_tokens=False)["input_ids"]
+            if contains(stream, np.asarray(ids, dtype=stream.dtype)):
+                found.append((left + answer + right).rstrip(".!?"))
+    return found
+
+
+def contains(stream: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether ``ids`` occurs in ``stream`` as a run of consecutive tokens."""
+    candidates = np.flatnonzero(stream[: len(stream) - len(ids) + 1] == ids[0])
+    for offset, token in enumerate(ids[1:], start=1):
+        candidates = candidates[stream[candidates + offset] == token]
+        if not len(candidates):
+            return False
+    return bool(len(candidates))
 
 
 def special_of(ids: torch.Tensor, tokenizer) -> torch.Tensor:
@@ -220,12 +251,248 @@ def table(row: dict) -> str:
     return "\n".join(lines)
 
 
+# ---- training (issue 48 A): low-rank adapters on every layer, MPNet's head, the <mask> row ----------------------
+
+@dataclass(frozen=True)
+class TrainConfig(LoopConfig):
+    steps: int = 7200
+    batch_size: int = 32
+    lr: float = 5e-4
+    warmup: int = 100
+    eval_every: int = 200
+    rank: int = 16
+    copy_penalty: float = 1.0
+    eval_windows: int = 512
+    decay_fraction: float = 0.25
+    bf16: bool = True
+
+    HELP: ClassVar[dict[str, str]] = {
+        **LoopConfig.HELP,
+        "rank": "the adapters' rank (every layer's q, k, v, o and both feed-forward matrices)",
+        "copy_penalty": "weight of the unlikelihood term on the window's other words (0: plain cross-entropy)",
+        "eval_windows": "held-out windows per evaluation, spread evenly over the held-out text",
+        "bf16": "bfloat16 autocast while training (native on CPUs with avx512_bf16); evaluation is float32",
+    }
+
+
+def copy_unlikelihood(logits: torch.Tensor, gold: torch.Tensor, context: torch.Tensor,
+                      ordinary: torch.Tensor) -> torch.Tensor:
+    """The copy fighter: per predicted position, the sum of -log(1 - p(w)) over the distinct words w of its window
+    that are not its answer (about the probability given to visible wrong words); the mean over positions.
+
+    logits (M, V), gold (M,), context (M, T) the window's original ids, ordinary (M, T) bool: not special. Plain
+    cross-entropy lowers these words too, but only as a few of thirty thousand; this term names them, so a model
+    that answers with a word it can see pays for it unless that word is right (unlikelihood training, Welleck et al.
+    2020, applied to the window's words)."""
+    probs = logits.float().softmax(-1).gather(1, context)  # (M, T)
+    T = context.shape[1]
+    earlier = torch.ones(T, T, dtype=torch.bool).tril(-1)  # [i, j]: j comes before i
+    repeated = ((context[:, :, None] == context[:, None, :]) & earlier).any(-1)
+    other = ordinary & (context != gold[:, None]) & ~repeated
+    penalty = -torch.log1p(-probs.clamp(max=1 - 1e-6)) * other
+    return penalty.sum(1).mean()
+
+
+class MPNetMaskedLM(Recipe):
+    """MPNet's masked-word task on the repository's text, through adapters on the frozen all-mpnet-base-v2."""
+
+    score = "heldout_top1"
+    unlogged = ("answers",)
+    progress_every = 20
+
+    def __init__(self, config: TrainConfig, work: Path) -> None:
+        super().__init__(config)
+        from vizcore.mlm.adapters import add_adapters, new_mpnet_mlm
+
+        self.model, self.tokenizer = new_mpnet_mlm(), load_encoder()[1]
+        for parameter in self.model.parameters():
+            parameter.requires_grad_(False)
+        self.adapters = add_adapters(self.model, config.rank)
+        head = self.model.lm_head
+        probe = next((f / "probe-layers.pt" for f in (work, work.parent) if (f / "probe-layers.pt").is_file()), None)
+        if probe:  # the frozen layer-12 head the measurement fitted: a head that already reads English
+            saved = torch.load(probe, weights_only=False)["heads"].get(12)
+            if saved:
+                with torch.no_grad():
+                    head.dense.load_state_dict({"weight": saved["dense.weight"], "bias": saved["dense.bias"]})
+                    head.layer_norm.load_state_dict({"weight": saved["norm.weight"], "bias": saved["norm.bias"]})
+                    head.bias.copy_(saved["bias"])
+        trained_head = [head.dense.weight, head.dense.bias, head.layer_norm.weight, head.layer_norm.bias, head.bias]
+        words = self.model.mpnet.embeddings.word_embeddings.weight
+        self.mask_id = self.tokenizer.mask_token_id
+        row = torch.zeros(words.shape[0], 1)
+        row[self.mask_id] = 1.0
+        words.requires_grad_(True)
+        words.register_hook(lambda grad: grad * row.to(grad.device, grad.dtype))
+        adapters = [p for adapter in self.adapters.values() for p in (adapter.a, adapter.b)]
+        for parameter in trained_head + adapters:
+            parameter.requires_grad_(True)
+        self.optimizer = torch.optim.AdamW(
+            [{"params": adapters, "weight_decay": config.weight_decay},
+             {"params": trained_head + [words], "weight_decay": 0.0}], lr=config.lr, betas=(0.9, 0.98), eps=1e-6)
+        self.windows = np.load(work_windows(work, "train"), mmap_mode="r")
+        self.heldout = np.load(work_windows(work, "heldout"))
+        self.replacement = ordinary_token_ids(self.tokenizer)
+
+    def train_size(self) -> int:
+        return len(self.windows)
+
+    def loss(self, rows: np.ndarray, generator: torch.Generator) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        ids = torch.from_numpy(np.asarray(self.windows[np.sort(rows)], dtype=np.int64))
+        special = special_of(ids, self.tokenizer)
+        inputs, labels, _ = mask_tokens(ids, special, self.mask_id, self.replacement, generator)
+        where = labels != IGNORE
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.config.bf16):
+            hidden = self.model.mpnet(input_ids=inputs, attention_mask=torch.ones_like(inputs)).last_hidden_state
+            logits = self.model.lm_head(hidden[where])
+        gold = labels[where]
+        cross = F.cross_entropy(logits.float(), gold)
+        rows_of = where.nonzero()[:, 0]
+        copy = copy_unlikelihood(logits, gold, ids[rows_of], ~special[rows_of])
+        return cross + self.config.copy_penalty * copy, {"ce": cross.detach(), "copy": copy.detach()}
+
+    def learning_rate(self, step: int, start: int) -> float:
+        return schedule(step, self.config, start)
+
+    def evaluate(self) -> dict:
+        heads = {12: LMHead(self.model)}
+        held = heldout_scores(self.model.mpnet, heads, self.heldout, self.tokenizer, self.config.eval_windows)[12]
+        demo = demo_scores(self.model.mpnet, heads, self.tokenizer)[12]
+        return {**held, **demo}
+
+    def seen(self, step: int) -> dict[str, int]:
+        return {"tokens": step * self.config.batch_size * SEQ_LEN}
+
+    def changed_state(self) -> dict[str, torch.Tensor]:
+        from vizcore.mlm.adapters import changed_state
+
+        return changed_state(self.model, self.adapters, self.mask_id)
+
+    def load_weights(self, weights: Path) -> None:
+        from safetensors.torch import load_file
+
+        from vizcore.mlm.adapters import load_changed_state
+
+        load_changed_state(self.model, self.adapters, load_file(str(weights)), self.mask_id)
+
+    def heldout_set(self) -> str:
+        return f"{self.config.eval_windows} of {len(self.heldout)} windows"
+
+
+class LMHead(nn.Module):
+    """The model's own head as the measurement's ``Head`` (states -> vocabulary logits)."""
+
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.model.lm_head(states)
+
+
+def schedule(step: int, config: TrainConfig, start: int = 0) -> float:
+    from tools.mlm_training import learning_rate
+
+    return learning_rate(step, config, start)  # warm-up, flat, then linear decay over the last quarter
+
+
+def work_windows(work: Path, split: str) -> Path:
+    for folder in (work, work.parent):
+        if (path := folder / f"mpnet-{split}-{SEQ_LEN}.npy").is_file():
+            return path
+    raise VizError(f"mpnet-{split}-{SEQ_LEN}.npy is missing: run python -m tools.mpnet_mlm windows first.")
+
+
+# ---- export and measurement ---------------------------------------------------------------------------------------
+
+WEIGHTS_FILE = Path(__file__).resolve().parents[1] / "vizcore" / "weights" / "mpnet-mlm.safetensors"
+
+
+def measure_file(weights: Path, work: Path, eval_windows: int = 0) -> dict:
+    """What a weights file, as shipped (fp16, merged into the plain encoder the way the app loads it), scores: the
+    whole held-out text (``eval_windows`` 0) and the demo set, each answer of the demo set listed."""
+    from safetensors.torch import load_file
+
+    from vizcore.mlm.adapters import merge_changed_state, new_mpnet_mlm
+
+    tokenizer = load_encoder()[1]
+    model = new_mpnet_mlm().eval()
+    merge_changed_state(model, load_file(str(weights)), tokenizer.mask_token_id)
+    heldout = np.load(work_windows(work, "heldout"))
+    heads = {12: LMHead(model)}
+    held = heldout_scores(model.mpnet, heads, heldout, tokenizer, eval_windows or len(heldout))[12]
+    demo = demo_scores(model.mpnet, heads, tokenizer)[12]
+    answers = [{"sentence": sentence, "accepted": list(accepted), "answer": answer}
+               for (sentence, accepted), answer in zip(DEMO, demo.pop("answers"))]
+    return {**held, **demo, "demo_sentences": len(DEMO), "heldout_windows": eval_windows or len(heldout),
+            "answers": answers}
+
+
+def export_command(work: Path, target: Path = WEIGHTS_FILE) -> dict:
+    """The best checkpoint -> ``vizcore/weights/mpnet-mlm.safetensors`` (fp16) and its metrics file, measured as
+    shipped on the whole held-out text and the demo set."""
+    from tools.training_loop import export_best
+
+    train_windows = np.load(work_windows(work, "train"), mmap_mode="r")
+    found = demo_in_windows(train_windows, load_encoder()[1])
+    if found:
+        raise VizError(f"The training windows hold {len(found)} demo sentences (e.g. {found[0]!r}): rebuild them with "
+                       "python -m tools.mpnet_mlm windows, then train again.")
+    data = {"train_windows": int(train_windows.shape[0]), "window_tokens": SEQ_LEN,
+            "train_windows_sha256": hashlib.sha256(np.ascontiguousarray(train_windows).tobytes()).hexdigest(),
+            "heldout_windows": int(np.load(work_windows(work, "heldout"), mmap_mode="r").shape[0]),
+            "demo_sentences_in_training_windows": 0}
+    metrics = export_best(work, target, lambda shipped: {"best": measure_file(shipped, work), "data": data})
+    best = metrics["best"]
+    return {"file": str(target), "bytes": target.stat().st_size,
+            **{k: best[k] for k in ("step", "heldout_top1", "heldout_top5", "heldout_copied", "demo_top1",
+                                    "demo_top5", "demo_copied")}}
+
+
+def measure_minilm(work: Path) -> dict:
+    """The same measure (held-out top-1, top-5, copied; the demo set) for the small ``minilm-mlm-tuned`` as it ships,
+    on its own tokens of the same held-out text (issue 48 D)."""
+    from transformers import AutoTokenizer, BertForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    from tools.mlm_training import tokenize_windows
+    from vizcore.mlm.weights import apply_weights_file, weights_path
+    from vizcore.model.catalog import embedded_minilm_path
+
+    hf_logging.set_verbosity_error()
+    folder = str(embedded_minilm_path())
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
+    apply_weights_file(model, weights_path(), "masked-LM")
+    if not (work / "heldout.txt").is_file():
+        raise VizError(f"'{work / 'heldout.txt'}' is missing: run python -m tools.mpnet_mlm windows --work-dir {work}.")
+    windows = tokenize_windows(work / "heldout.txt", tokenizer, SEQ_LEN)  # the same text in MiniLM's tokens
+    heads = {6: BertHead(model)}
+    held = heldout_scores(model.bert, heads, windows, tokenizer, len(windows))[6]
+    demo = demo_scores(model.bert, heads, tokenizer)[6]
+    demo.pop("answers")
+    return {"model": "minilm-mlm-tuned", **held, **demo, "demo_sentences": len(DEMO)}
+
+
+class BertHead(nn.Module):
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.model.cls(states)
+
+
 def main(argv: list[str] | None = None) -> None:
+    from tools.command import add_config_flags, config_from, run_command
+    from tools.training_loop import train
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("windows", "probe-layers"):
+    for name in ("windows", "probe-layers", "train", "export", "measure", "measure-minilm"):
         command = sub.add_parser(name)
-        command.add_argument("--work-dir", type=Path, default=Path(".mlm-work"))
+        command.add_argument("--work-dir", type=Path,
+                             default=Path(".mlm-work") / ("mpnet" if name in ("train", "export") else ""))
     probe = sub.choices["probe-layers"]
     probe.add_argument("--layers", type=int, nargs="+", default=[6, 8, 10, 12])
     probe.add_argument("--steps", type=int, default=300)
@@ -233,9 +500,21 @@ def main(argv: list[str] | None = None) -> None:
     probe.add_argument("--lr", type=float, default=1e-3)
     probe.add_argument("--eval-every", type=int, default=100)
     probe.add_argument("--eval-windows", type=int, default=256)
+    add_config_flags(sub.choices["train"], TrainConfig)
+    sub.choices["measure"].add_argument("--weights", type=Path, default=WEIGHTS_FILE)
+    sub.choices["measure"].add_argument("--eval-windows", type=int, default=0)
     args = parser.parse_args(argv)
     if args.command == "windows":
         print(json.dumps(windows_command(args.work_dir)))
+    elif args.command == "export":
+        sys.exit(run_command(lambda: export_command(args.work_dir)))
+    elif args.command == "measure":
+        sys.exit(run_command(lambda: measure_file(args.weights, args.work_dir, args.eval_windows)))
+    elif args.command == "measure-minilm":
+        sys.exit(run_command(lambda: measure_minilm(args.work_dir)))
+    elif args.command == "train":
+        config = config_from(args, TrainConfig)
+        sys.exit(run_command(lambda: train(config, args.work_dir, lambda c: MPNetMaskedLM(c, args.work_dir))))
     else:
         probe_layers(args.work_dir, args.layers, args.steps, args.batch, args.lr, args.eval_every, args.eval_windows)
 

@@ -48,7 +48,7 @@ def tiny_builtin(tiny_mlm_dir, monkeypatch):
 def test_every_builtin_is_listed_with_references_that_resolve():
     rows = {row["name"]: row for row in catalog.available_models()}
     assert list(BUILTIN_MODELS) == [catalog.DEFAULT_MODEL, MLM_MODEL, catalog.NSP_MODEL, catalog.CAUSAL_MODEL,
-                                    catalog.BASE_MODEL]
+                                    catalog.BASE_MODEL, catalog.BASE_MLM_MODEL]
     assert rows[MLM_MODEL]["offline"] and rows[MLM_MODEL]["heads"] == ["base", "mlm"]
     assert rows[catalog.NSP_MODEL]["heads"] == ["base", "mlm", "nsp"]
     causal = rows[catalog.CAUSAL_MODEL]

@@ -17,13 +17,13 @@ from vizcore.mlm.fill_mask import FillMaskResult, FillStep, Word, fill_iterative
 from vizcore.mlm.masking import ordinary_token_ids
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates, draw_masking, measure_rates
 from vizcore.mlm.tuned_lens import card_metrics
-from vizcore.model.catalog import MLM_MODEL
+from vizcore.model.catalog import BUILTIN_MODELS, FILL_MASK_MODELS, MLM_MODEL, base_mlm_weights, fill_mask_model
 from vizcore.model.loading import LoadedModel
 
 DEFAULT_TEXT = "The capital of France is [MASK]."
 DEFAULT_RULE_TEXT = "The quick brown fox jumps over the lazy dog while the old cat sleeps in the warm sun."
 OTHER_MODEL = "Other: hub id or local folder…"
-MLM_CHOICES = (MLM_MODEL, "bert-base-uncased", "distilbert-base-uncased", "roberta-base", OTHER_MODEL)
+HUB_CHOICES = ("bert-base-uncased", "distilbert-base-uncased", "roberta-base")
 KEY_MODEL_CHOICE = "fill_mask.model_choice"
 KEY_MODEL_OTHER = "fill_mask.model_other"
 KEY_TEXT = "fill_mask.text"
@@ -37,18 +37,27 @@ EXAMPLES = [
 ]
 
 
+def mlm_choices() -> tuple[str, ...]:
+    """The model list: the built-in masked-LM that answers by default first (the base-size one when it is installed,
+    ``vizcore.model.catalog.fill_mask_model``), the other built-in one when it can load, the hub's, then "Other"."""
+    first = fill_mask_model()
+    builtins = [first] + [name for name in FILL_MASK_MODELS if name != first and BUILTIN_MODELS[name].installed()
+                          and (name == MLM_MODEL or base_mlm_weights().is_file())]
+    return (*builtins, *HUB_CHOICES, OTHER_MODEL)
+
+
 def model_from_link(raw: str) -> str:
     """The link's ``mlm``: a listed model, or any other name (for the "Other" box)."""
     name = raw.strip()
-    if name and name not in MLM_CHOICES:
+    if name and name not in mlm_choices():
         st.session_state[KEY_MODEL_OTHER] = name
         return OTHER_MODEL
-    return name or MLM_MODEL
+    return name or fill_mask_model()
 
 
 def model_name() -> str:
     state = st.session_state
-    choice = state.get(KEY_MODEL_CHOICE, MLM_MODEL)
+    choice = state.get(KEY_MODEL_CHOICE, fill_mask_model())
     return (state.get(KEY_MODEL_OTHER) or "").strip() if choice == OTHER_MODEL else choice
 
 

@@ -24,7 +24,7 @@ from vizcore.errors import VizError
 from vizcore.finetune.datasets import TrainTestData
 from vizcore.finetune.training import FinetuneResult
 from vizcore.mlm.fill_mask import TYPED_MASK, mask_word, maskable_words
-from vizcore.model.catalog import BUILTIN_MODELS, MLM_LABEL, MLM_MODEL
+from vizcore.model.catalog import BUILTIN_MODELS, fill_mask_model
 from vizcore.model.loading import LoadedModel
 from vizcore.why.targets import top_answer
 
@@ -81,8 +81,9 @@ def masked_model(sel: Selection) -> tuple[str, str]:
         return sel.model, ""
     why_not = ("has no masked-LM head" if sel.model in BUILTIN_MODELS else
                "could not be loaded with a masked-LM head (not a masked-LM, or not reachable offline)")
-    return MLM_MODEL, (f"The sidebar's model `{sel.model}` {why_not}, so this page explains "
-                       f"**{MLM_MODEL}** ({MLM_LABEL}), the same encoder with a head trained here.")
+    answering = fill_mask_model()
+    return answering, (f"The sidebar's model `{sel.model}` {why_not}, so this page explains "
+                       f"**{answering}** ({BUILTIN_MODELS[answering].label}), a masked-LM trained here.")
 
 
 def session_classifier() -> Classifier | None:

@@ -337,9 +337,9 @@ def _unique(labels: list[str]) -> list[str]:
 def masking(source: Source, text: str, params: Mapping) -> View:
     from vizcore.mlm.figures import masking_strip, rates_bars
     from vizcore.mlm.masking_demo import draw_masking, measure_rates
-    from vizcore.model.catalog import MLM_MODEL
+    from vizcore.model.catalog import fill_mask_model
 
-    tokenizer = source.model("mlm", MLM_MODEL).tokenizer
+    tokenizer = source.model("mlm", fill_mask_model()).tokenizer
     sentence = str(params["sentence"]) or text
     draw = draw_masking(tokenizer, sentence, int(params["seed"]))
     rates = measure_rates(tokenizer, sentence, int(params["draws"]), 0)
@@ -353,9 +353,9 @@ def masking(source: Source, text: str, params: Mapping) -> View:
 def fill(source: Source, text: str, params: Mapping) -> View:
     from vizcore.mlm.figures import prediction_bars
     from vizcore.mlm.fill_mask import fill_mask
-    from vizcore.model.catalog import MLM_MODEL
+    from vizcore.model.catalog import fill_mask_model
 
-    result = fill_mask(source.model("mlm", MLM_MODEL), text, top_k=int(params["top_k"]), lenses=False)
+    result = fill_mask(source.model("mlm", fill_mask_model()), text, top_k=int(params["top_k"]), lenses=False)
     predictions = result.masks[0].predictions
     labels = _unique([p.token for p in predictions])
     return View(figures=[prediction_bars(predictions, "The masked-LM's guesses for the first [MASK]")],
@@ -479,11 +479,11 @@ def translation(source: Source, text: str, params: Mapping) -> View:
 # ---- lesson 10: what attention weights do not tell you (vizcore.why) ----------------------------------------------
 
 def ablation(source: Source, text: str, params: Mapping) -> View:
-    from vizcore.model.catalog import MLM_MODEL
+    from vizcore.model.catalog import fill_mask_model
     from vizcore.why.ablation import ablate_mlm
     from vizcore.why.figures import before_after_bars
 
-    loaded = source.model("mlm", MLM_MODEL)
+    loaded = source.model("mlm", fill_mask_model())
     layer, head = _layer_head((loaded.num_layers, loaded.num_heads), params)
     result = ablate_mlm(loaded, text, [(layer, head)])
     effect = result.masks[0]
@@ -501,11 +501,11 @@ def ablation(source: Source, text: str, params: Mapping) -> View:
 
 
 def attribution(source: Source, text: str, params: Mapping) -> View:
-    from vizcore.model.catalog import MLM_MODEL
+    from vizcore.model.catalog import fill_mask_model
     from vizcore.why.attribution import METHODS, answer_target, attribute
     from vizcore.why.figures import attribution_bars
 
-    target = answer_target(source.model("mlm", MLM_MODEL), text)
+    target = answer_target(source.model("mlm", fill_mask_model()), text)
     result = attribute(target, methods=("occlusion", "rollout"))
     labels = _labels(result.tokens)
     ordinary = np.asarray(result.ordinary, dtype=bool)

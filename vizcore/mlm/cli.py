@@ -20,7 +20,7 @@ import argparse
 
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.errors import VizError
-from vizcore.model.catalog import BUILTIN_MODELS, MLM_MODEL, NSP_MODEL
+from vizcore.model.catalog import BUILTIN_MODELS, NSP_MODEL, fill_mask_model
 from vizcore.text import check_pair, check_text  # no torch: bad text is refused in a fraction of a second
 
 
@@ -82,7 +82,7 @@ def _register_tuned_lens(subparsers: argparse._SubParsersAction) -> None:
         "tuned-lens", help="layer by layer at each [MASK]: the logit lens and the tuned lens (top-k, KL to the output)")
     parser.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The capital of France is [MASK]."')
     parser.add_argument("--top-k", type=int, default=5, help="words per layer (default: %(default)s)")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_tuned_lens)
 
@@ -113,7 +113,7 @@ def _register_fill_mask(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--top-k", type=int, default=5, help="predictions per mask (default: %(default)s)")
     parser.add_argument("--iterative", action="store_true",
                         help="also fill the masks one at a time, most confident first")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_fill_mask)
 

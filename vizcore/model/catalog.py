@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,10 @@ NSP_LABEL = "MiniLM, MLM + NSP tuned here"
 CAUSAL_MODEL = "minilm-causal-tuned"
 CAUSAL_LABEL = "MiniLM, causal-tuned here"
 BASE_MODEL = "all-mpnet-base-v2"
+BASE_MLM_MODEL = "mpnet-mlm-tuned"
+BASE_MLM_LABEL = "MPNet base, MLM-tuned here"
+FILL_MASK_ENV = "VIZCORE_FILL_MASK_MODEL"
+BASE_MLM_WEIGHTS_ENV = "VIZCORE_MPNET_MLM_WEIGHTS"
 
 # Every built-in, in the order the model lists show them. A model added here is listed, loaded and
 # exported (python -m vizcore export-model) with no other registration.
@@ -161,8 +166,42 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             size="109 M parameters, 438 MB; about 400 MB download",
             download=BASE_MODEL,
         ),
+        BuiltinModel(
+            name=BASE_MLM_MODEL,
+            label=BASE_MLM_LABEL,
+            description=f"{BASE_MLM_LABEL}: the installed {BASE_MODEL} with low-rank adapters and MPNet's masked-LM "
+            "head trained in this repo (python -m tools.mpnet_mlm), offline once the base model is installed; the "
+            "masked-LM that fills blanks everywhere in the app when it is installed",
+            folder="vizcore.mlm.base_weights:checked_source",
+            heads=("base", "mlm"),
+            patch="vizcore.mlm.base_weights:apply_trained_weights",
+            size="109 M parameters; installs with the base model",
+            download=BASE_MODEL,
+        ),
     )
 }
+
+FILL_MASK_MODELS = (BASE_MLM_MODEL, MLM_MODEL)
+
+
+def fill_mask_model() -> str:
+    """The masked-LM that fills blanks wherever the app shows it (the Pre-training page, the lenses, Why?, the
+    lessons, Home's examples, the CLI's default): ``mpnet-mlm-tuned`` when the base model is installed and its
+    trained tensors ship, else the offline ``minilm-mlm-tuned``. ``VIZCORE_FILL_MASK_MODEL`` names one of the two
+    instead (checked at the server's start, ``vizcore.serve.settings``); the test suite pins the small one."""
+    chosen = os.environ.get(FILL_MASK_ENV, "").strip()
+    if chosen:
+        return chosen if chosen in FILL_MASK_MODELS else MLM_MODEL
+    base = BUILTIN_MODELS[BASE_MLM_MODEL]
+    if base.installed() and base_mlm_weights().is_file():
+        return BASE_MLM_MODEL
+    return MLM_MODEL
+
+
+def base_mlm_weights() -> Path:
+    """Where ``mpnet-mlm-tuned``'s trained tensors are: the shipped file, or ``VIZCORE_MPNET_MLM_WEIGHTS``."""
+    shipped = Path(__file__).resolve().parents[1] / "weights" / "mpnet-mlm.safetensors"
+    return Path(os.environ.get(BASE_MLM_WEIGHTS_ENV) or shipped).expanduser()
 
 
 @functools.cache

@@ -84,9 +84,22 @@ def streams_per_address(environ: Mapping[str, str] | None = None) -> int:
     return int(setting(STREAMS_PER_ADDRESS_ENV, value)) if value else STREAMS_PER_ADDRESS
 
 
+def fill_mask_choice(environ: Mapping[str, str] | None = None) -> str:
+    """``VIZCORE_FILL_MASK_MODEL``: one of the built-in masked-LMs, or "" for the app's choice
+    (``vizcore.model.catalog.fill_mask_model``)."""
+    from vizcore.model.catalog import FILL_MASK_ENV, FILL_MASK_MODELS
+
+    value = (os.environ if environ is None else environ).get(FILL_MASK_ENV, "").strip()
+    if value and value not in FILL_MASK_MODELS:
+        raise VizError(f"{FILL_MASK_ENV}={value!r} is not a valid setting: give one of {', '.join(FILL_MASK_MODELS)} "
+                       "(or leave it unset: the base-size one when it is installed).")
+    return value
+
+
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
     """VizError for the first of the server's variables that is set to something that is not a valid value."""
     torch_threads(environ)
     run_cache_bytes(environ)
     Limits.from_env(environ)
     streams_per_address(environ)
+    fill_mask_choice(environ)

@@ -28,7 +28,7 @@ import argparse
 from vizcore.cliargs import add_format_option, add_model_options
 from vizcore.errors import VizError
 from vizcore.mlm.cli import load_masked_lm
-from vizcore.model.catalog import MLM_MODEL
+from vizcore.model.catalog import fill_mask_model
 
 # ---- ablate ------------------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ def _register_ablate(subparsers: argparse._SubParsersAction) -> None:
                         help="zero the heads' output, or replace it with its mean over reference sentences "
                              "(default: %(default)s)")
     parser.add_argument("--top-k", type=int, default=5, help="predictions per mask, 1 to 15 (default: %(default)s)")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_ablate)
 
@@ -78,7 +78,7 @@ def _register_patch(subparsers: argparse._SubParsersAction) -> None:
                         help='the same number of tokens, e.g. "The capital of Italy is [MASK]."')
     parser.add_argument("--answer", required=True, help="the clean sentence's answer, one token (e.g. paris)")
     parser.add_argument("--contrast", required=True, help="the corrupted sentence's answer (e.g. rome)")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_patch)
 
@@ -111,7 +111,7 @@ def _register_attribute(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=int, default=None,
                         help="integrated gradients: points on the path (default: 50, measured to keep the "
                              "completeness gap under 1 %%; see docs/WHY.md)")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_attribute)
 
@@ -146,7 +146,7 @@ def _register_attention_attribution(subparsers: argparse._SubParsersAction) -> N
     parser.add_argument("--threshold", type=float, default=0.4,
                         help="the tree keeps edges at or above this fraction of their layer's largest "
                              "(default: %(default)s, the paper's)")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_attention_attribution)
 
@@ -180,7 +180,7 @@ def _register_attribution_patching(subparsers: argparse._SubParsersAction) -> No
     parser.add_argument("--compare", action="store_true",
                         help="also run the exact patching sweep: its record, rank correlation and top-k overlap")
     parser.add_argument("--top-k", type=int, default=10, help="with --compare: k of the overlap (default: %(default)s)")
-    add_model_options(parser, default=MLM_MODEL)
+    add_model_options(parser, default=fill_mask_model())
     add_format_option(parser)
     parser.set_defaults(handler=_attribution_patching)
 
