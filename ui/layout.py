@@ -86,6 +86,9 @@ html {{ font-size: {PROJECTOR_PX}px; }}
 }}
 [data-testid="stSidebarNavLink"] p {{ white-space: normal !important; overflow: visible !important; }}
 code {{ font-size: 0.9em !important; }}
+/* KaTeX draws a script within a script (the "model" of d_model in an exponent) at half its size: 33 px keeps it
+   at 16.5 px (at KaTeX's own 1.21em of 24 px it was 14.5) */
+.katex {{ font-size: 33px !important; }}
 /* a chosen segment: its label in the text colour (the primary red on its tint is 6.2:1), told apart by weight */
 button[data-variant="segmented_control"][aria-checked="true"] p {{ color: TEXT !important; font-weight: 700; }}
 </style>

@@ -42,6 +42,17 @@ def base_layout_dict(title: str, height: int) -> dict:
             "hoverlabel": {"font": {"size": FONT_SIZE}}}
 
 
+
+def per_layer_layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figure:
+    """A chart with one point per layer (the special tokens' mass, the sinks' shares): the layers in whole steps,
+    a share from 0 to 1, the legend under the plot, room for a two-line title."""
+    fig.update_xaxes(title="layer", tickmode="linear", dtick=1)
+    fig.update_yaxes(title=y_title, range=[0, 1.02])
+    fig.update_layout(legend={"font": {"size": FONT_SIZE - 2}, "orientation": "h", "y": -0.2})
+    base_layout(fig, title, height)
+    fig.update_layout(margin={"t": 80})
+    return fig
+
 def _merged(old: dict, new: dict) -> dict:
     """``new`` over ``old``, nested dicts merged key by key (as ``update_layout`` merges)."""
     out = dict(old)

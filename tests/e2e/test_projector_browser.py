@@ -29,8 +29,10 @@ SIZES = """() => {
   const small = [], body = [], labels = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const text = node.data.trim(), el = node.parentElement;
-    if (!text || !el || el.closest('style, script, [aria-hidden=true]') || !shown(el)) continue;
+    const text = node.data.replace(/[\u200b-\u200d\ufeff]/g, '').trim(), el = node.parentElement;  // KaTeX's struts
+    // KaTeX's drawing of a formula is aria-hidden (its MathML twin is what a reader hears), yet the room sees it
+    const hidden = el.closest('[aria-hidden=true]') && !el.closest('.katex-html');
+    if (!text || !el || el.closest('style, script') || hidden || !shown(el)) continue;
     const px = parseFloat(getComputedStyle(el).fontSize);
     if (px < 16) small.push(`${text.slice(0, 40)} (${px} px)`);
     // body text: what st.markdown writes (not a control's, a tab's, a metric's or a table's label, not a caption)

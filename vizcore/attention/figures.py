@@ -15,7 +15,6 @@ from plotly.subplots import make_subplots
 
 from vizcore.colours import ATTENTION_BLOCKS, DIVERGING, SEQUENTIAL
 from vizcore.plot import (
-    FONT_SIZE,
     SEGMENT_COLOURS,
     TICK_FONT_SIZE,
     attention_heatmap,
@@ -23,6 +22,7 @@ from vizcore.plot import (
     base_layout,
     colour_bar,
     layer_head_heatmap,
+    per_layer_layout,
 )
 
 GRID_CELLS = 24  # per head in the grid: enough to see a pattern, small enough for 12 x 12 heads at n = 512
@@ -101,12 +101,7 @@ def special_mass_chart(cls_mass: np.ndarray, sep_mass: np.ndarray, title: str) -
                                  customdata=heads,
                                  hovertemplate=f"layer %{{x}}, head %{{customdata}}<br>mass on {name}: "
                                                "%{y:.3f}<extra></extra>"))
-    fig.update_xaxes(title="layer", tickmode="linear", dtick=1)
-    fig.update_yaxes(title="attention mass (mean over queries)", range=[0, 1.02])
-    fig.update_layout(legend={"font": {"size": FONT_SIZE - 2}, "orientation": "h", "y": -0.2})
-    base_layout(fig, title, 480)
-    fig.update_layout(margin={"t": 80})
-    return fig
+    return per_layer_layout(fig, title, "attention mass (mean over queries)", 480)
 
 
 def difference_heatmap(first: np.ndarray, second: np.ndarray, query_tokens: list[str], key_tokens: list[str],

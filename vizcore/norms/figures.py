@@ -12,13 +12,13 @@ import plotly.graph_objects as go
 from vizcore.colours import ATTENTION, SEQUENTIAL
 from vizcore.norms.value_norms import SINK_LABELS, SINKS
 from vizcore.plot import (
-    FONT_SIZE,
     SEGMENT_COLOURS,
     TICK_FONT_SIZE,
     attention_heatmap,
     axis_labels,
     base_layout,
     matrix_heatmap,
+    per_layer_layout,
 )
 
 SHARE_NAME = "share of ‖αf(x)‖"
@@ -58,11 +58,7 @@ def sink_chart(shares: dict[str, dict[str, np.ndarray]], title: str) -> go.Figur
                 name=f"{SINK_LABELS[sink]}: {what}", line={"color": colour, "width": 3, "dash": dash},
                 marker={"symbol": symbol, "size": 9},
                 hovertemplate=f"layer %{{x}}<br>{what} on {SINK_LABELS[sink]}: %{{y:.3f}}<extra></extra>"))
-    fig.update_xaxes(title="layer", tickmode="linear", dtick=1)
-    fig.update_yaxes(title="share (mean over heads and queries)", range=[0, 1.02])
-    fig.update_layout(legend={"font": {"size": FONT_SIZE - 2}, "orientation": "h", "y": -0.2})
-    base_layout(fig, title, 520)
-    fig.update_layout(margin={"t": 80})
+    per_layer_layout(fig, title, "share (mean over heads and queries)", 520)
     return fig
 
 
