@@ -13,7 +13,7 @@ import streamlit as st
 
 def main() -> None:
     from ui import layout
-    from ui.state import FIRST_PAGE_SHOWN, import_model_stack, sidebar
+    from ui.state import import_model_stack, sidebar
 
     st.set_page_config(page_title="Inside BERT: attention explorer", page_icon="🔍", layout="wide")
     pages = [
@@ -40,7 +40,6 @@ def main() -> None:
     if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
         import_model_stack()
     page.run()
-    FIRST_PAGE_SHOWN.set()
 
 
 if __name__ == "__main__":
@@ -67,6 +66,13 @@ else:
 
     @contextlib.asynccontextmanager
     async def _lifespan(_app):
+        import asyncio
+
+        from ui.warm import warm_up
+
+        # Streamlit's runtime has started, uvicorn does not accept a connection yet: the first students find the
+        # model loaded (ui/warm.py says why and what it costs).
+        await asyncio.to_thread(warm_up)
         try:
             yield None
         finally:

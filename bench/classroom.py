@@ -51,6 +51,7 @@ from bench.streamlit_client import ERROR_KINDS, PageRun, StreamlitTab, load_stat
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "classroom"
+ARRIVING_LABEL = "arriving at a fresh server"
 NAMES = ("anna", "maria", "john", "peter", "sarah", "james", "david", "laura", "paul", "emma", "lucas", "sophie",
          "oliver", "mia", "noah", "leo", "ella", "max", "alice", "tom", "kate", "ben", "lily", "sam", "grace",
          "jack", "rose", "adam", "eva", "hugo", "nina", "omar", "ali", "ravi", "chen", "mei", "carlos", "diego",
@@ -367,7 +368,8 @@ def row(result: ClassResult, label: str) -> list[str]:
         load = f"{before.load[0]:.2f} → {after.load[0]:.2f}"
     else:
         memory = cpu = load = "n/a (no server pid)"
-    return ([label, str(result.students)] + [_seconds(runs) for runs in result.waves.values()]
+    return ([label, str(result.students)]
+            + [_seconds(result.waves[wave.name]) if wave.name in result.waves else "—" for wave in WAVES]
             + [_errors(result), memory, cpu, load, commit(),
                datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")])
 
@@ -387,7 +389,9 @@ warm-up visit of every page, on 2 replicas at each one's own address too, and on
 class of other students follows on the same server (its row is named "…, class 2"; the first class's sessions
 are still kept then, for 2 minutes). The students run on the same machine as the server: their own CPU is in
 each run's printed summary. Like a browser, a student sends no websocket pings: a server too busy to answer one
-is not dropped for it. Load: 1-minute load average (the machine has {cores} cores; other engineers' work counts in it).
+is not dropped for it. Rows "{arriving}": a fresh `python -m ui.launch` (as `make run`), and the class opens
+Home as soon as it answers its health check: no warm-up visit, no wait for rest (`--arriving`).
+Load: 1-minute load average (the machine has {cores} cores; other engineers' work counts in it).
 
 {table}
 """
@@ -406,7 +410,8 @@ def write(result: ClassResult, label: str) -> Path:
     rows = [r for r in existing_rows() if (r[0], r[1]) != (label, str(result.students))]
     rows.append(row(result, label))
     rows.sort(key=lambda r: (r[0], int(r[1])))
-    return write_section(SECTION, SECTION_TEXT.format(cores=os.cpu_count(), table=markdown_table(HEADER, rows)))
+    text = SECTION_TEXT.format(cores=os.cpu_count(), arriving=ARRIVING_LABEL, table=markdown_table(HEADER, rows))
+    return write_section(SECTION, text)
 
 
 def summary(result: ClassResult) -> str:
@@ -455,8 +460,16 @@ def main(argv: list[str] | None = None) -> None:
                              "their own (the memory a second class adds: what the first left is reused or not)")
     parser.add_argument("--first", type=int, default=0,
                         help="the first student's number (a class of other students, on a server that had one)")
+    parser.add_argument("--arriving", action="store_true",
+                        help="with --start: the class arrives at Home as soon as the fresh server answers its health "
+                             "check (no warm-up visit, no wait for rest), the first minute of a class; row label "
+                             f"{ARRIVING_LABEL!r} unless --label says otherwise")
     parser.add_argument("--write", action="store_true", help="add or replace this run's row in docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
+    if args.arriving and not args.start:
+        parser.error("--arriving measures a fresh server: use it with --start")
+    if args.arriving and args.label == "default server":
+        args.label = ARRIVING_LABEL
     if args.students < 1:
         parser.error("--students must be at least 1")
     if args.classes < 1:
@@ -476,14 +489,17 @@ def main(argv: list[str] | None = None) -> None:
             print("no server process found on this machine: memory and CPU are not measured (give --pid)")
         start = time.perf_counter()
         waves = (Wave(WAVES[0].name, arrive_with_files), *WAVES[1:]) if args.static else WAVES
+        if args.arriving:
+            waves = waves[:1]
         results = []
         for number in range(args.classes):
             if args.classes > 1:
                 print(f"class {number + 1} of {args.classes}")
-            results.append(asyncio.run(run_class(url, args.students, pids, args.timeout, args.warm and not number,
+            results.append(asyncio.run(run_class(url, args.students, pids, args.timeout,
+                                                 args.warm and not number and not args.arriving,
                                                  waves, args.profile if not number else None, args.gil,
                                                  first=args.first + number * args.students,
-                                                 warm_urls=tuple(args.warm_url))))
+                                                 at_rest=not args.arriving, warm_urls=tuple(args.warm_url))))
             print(summary(results[-1]))
         if args.profile and pids:
             print(profile_summary(args.profile))

@@ -38,8 +38,6 @@ KEY_HEAD = "shared.head"
 # The projector setting (ui/layout.py): from the sidebar's toggle or a link's ?present=1, kept in every link.
 KEY_PRESENT = "shared.present"
 PRESENT_VALUES = {"1": True, "0": False}
-# Set by app.py when a page run has finished; the launcher's warm-up waits for it (see ui/launch.py).
-FIRST_PAGE_SHOWN = threading.Event()
 _MODEL_STACK = threading.Lock()
 
 
