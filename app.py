@@ -92,4 +92,7 @@ else:
     from vizcore.lessons.stores import server_rooms
 
     class_channel = ClassChannel(server_rooms, notes_board, stopping=_stopping)
-    app = st.App(__file__, lifespan=_lifespan, routes=class_channel.routes())
+    # The attention view's layers above 128 tokens, fetched by the view itself (vizcore/attention/shelf.py).
+    from vizcore.attention import shelf
+
+    app = st.App(__file__, lifespan=_lifespan, routes=[*class_channel.routes(), *shelf.routes()])

@@ -9,14 +9,13 @@ Bytes: the component's data is the renderer's payload in its binary form (``payl
 deflated codes with no base64, a quarter fewer bytes than the JSON form). It opens on ``initial``; when
 the browser itself made the switch, the next run keeps the same ``initial`` (the view already shows it), so
 the data is unchanged and Streamlit sends a reference to the message the browser already has instead of
-the weights again. Above ``FULL_MAX_TOKENS`` tokens the payload carries the selected layer, so choosing
-another layer is one run that sends that layer.
+the weights again. Above ``FULL_MAX_TOKENS`` tokens the payload carries the layer it opens on and the URL of the
+run's other layers (``vizcore/attention/shelf.py``): the view fetches the layer it switches to, and the next one
+ahead, with no page run; a layer it cannot fetch it asks the page for (``missing``), which sends it.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable, MutableMapping
 from functools import partial
 
@@ -24,15 +23,9 @@ import streamlit as st
 
 from ui.state import presenting
 from vizcore.attention.aggregate import ViewOptions
-from vizcore.attention.payload import (
-    RENDERER_FONT,
-    attention_payload,
-    binary_payload,
-    deflate_layer,
-    grid_codes,
-    loaded_layers,
-)
+from vizcore.attention.payload import FULL_MAX_TOKENS, RENDERER_FONT, attention_payload, binary_payload, loaded_layers
 from vizcore.attention.renderer import streamlit_module_js
+from vizcore.attention.shelf import layer_url, server_shelf
 from vizcore.model.record import Run
 from vizcore.plot import PROJECTOR_MIN_SIZE
 
@@ -44,47 +37,16 @@ def _mount() -> Callable:
     return st.components.v2.component(NAME, js=streamlit_module_js(), isolate_styles=False)
 
 
-class _Encodings:
-    """Each run's encoded layers and grid, kept while the run itself is alive (runs live in the server's
-    cache of runs). Keyed by identity, not by (model, text): a run recomputed for the same text gets fresh
-    encodings."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()  # the weakref callback may run in a collection inside `of`
-        self._items: dict[int, tuple[weakref.ref, dict]] = {}
-
-    def of(self, result: Run) -> dict:
-        with self._lock:
-            item = self._items.get(id(result))
-            if item is None or item[0]() is not result:
-                item = (weakref.ref(result, partial(self._forget, id(result))), {})
-                self._items[id(result)] = item
-            return item[1]
-
-    def _forget(self, key: int, _dead: weakref.ref) -> None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is not None and item[0]() is None:
-                del self._items[key]
-
-
-_ENCODINGS = _Encodings()
-
-
 def _payload(result: Run, layers: list[int], initial: tuple[int, int, str], options: ViewOptions,
              controls: dict, font: int) -> bytes:
-    stored = _ENCODINGS.of(result)
-
-    def encode(layer: int) -> bytes:
-        if layer not in stored:
-            stored[layer] = deflate_layer(result.attention[layer])
-        return stored[layer]
-
-    if "grid" not in stored:
-        stored["grid"] = grid_codes(result.attention)
+    shelf = server_shelf()
     layer, head, view = initial
-    payload = attention_payload(result, layer, head, view, options, layers=layers, controls=controls, encode=encode,
-                                grid=stored["grid"], font=font)
+    fetched = len(result.tokens) > FULL_MAX_TOKENS  # the other layers come from the shelf's URL
+    if fetched:
+        shelf.encode_all_soon(result)
+    payload = attention_payload(result, layer, head, view, options, layers=layers, controls=controls,
+                                encode=partial(shelf.encoded, result), grid=shelf.grid(result), font=font,
+                                layer_url=layer_url(shelf.token(result)) if fetched else None)
     return binary_payload(payload)
 
 
@@ -103,6 +65,14 @@ def _selected(key: str, keys: dict[str, str]) -> None:
     store_selection(st.session_state, key, keys, (st.session_state.get(key) or {}).get("selection") or {})
 
 
+def _missing(key: str) -> None:
+    """The view could not fetch a layer (the server lost the run, or a proxy sent the request elsewhere): the next
+    run sends it in the payload, as before the shelf."""
+    wanted = (st.session_state.get(key) or {}).get("missing")
+    if isinstance(wanted, int):
+        st.session_state[f"{key}.missing"] = wanted
+
+
 def attention_view(result: Run, key: str, keys: dict[str, str], layer: int, head: int,
                    view: str = "heatmap", options: ViewOptions = ViewOptions(), controls: dict | None = None) -> None:
     """Draw ``result`` in the renderer on ``layer``/``head`` (1-based) and ``view``.
@@ -119,5 +89,12 @@ def attention_view(result: Run, key: str, keys: dict[str, str], layer: int, head
     # 20 px, not the body's 24: a 21-token pair keeps every token's label in a 1024-px window (a label needs its
     # font size + 2 px of cell)
     font = PROJECTOR_MIN_SIZE if presenting() else RENDERER_FONT
-    data = _payload(result, loaded_layers(result, layer - 1), origin, options, shown, font)
-    _mount()(key=key, data=data, on_selection_change=lambda: _selected(key, keys), width="stretch")
+    # The layers the view opens with: the origin's (a switch made in the browser fetched its layer itself, so this
+    # run's data stays the same and Streamlit sends none of it again), and one the view could not fetch.
+    layers = loaded_layers(result, origin[0])
+    missing = st.session_state.pop(f"{key}.missing", None)
+    if isinstance(missing, int) and 0 <= missing < result.num_layers:
+        layers = sorted({*layers, missing})
+    data = _payload(result, layers, origin, options, shown, font)
+    _mount()(key=key, data=data, on_selection_change=lambda: _selected(key, keys),
+             on_missing_change=lambda: _missing(key), width="stretch")

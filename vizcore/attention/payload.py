@@ -106,7 +106,7 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
                       options: ViewOptions = ViewOptions(), layers: list[int] | None = None,
                       controls: dict | None = None, title: str | None = None,
                       encode: Callable[[int], str | bytes] | None = None, grid: dict | None = None,
-                      font: int = RENDERER_FONT) -> dict:
+                      font: int = RENDERER_FONT, layer_url: str | None = None) -> dict:
     """The renderer's payload for ``result``, opening on ``layer``/``head`` (0-based) in ``view``.
 
     ``layers`` (0-based) overrides which layers' weights are included (default ``loaded_layers``).
@@ -114,7 +114,8 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
     lines tabs), ``filters`` (pair filter, hide [CLS]/[SEP], merge word pieces), ``layerHead``.
     ``encode(layer)`` and ``grid`` let a caller reuse encodings it keeps (``encode_layer``, ``grid_codes``;
     or ``deflate_layer``'s bytes, for ``binary_payload``). ``font``: the size of every label in px (the
-    projector setting draws at ``vizcore.plot.PROJECTOR_MIN_SIZE``).
+    projector setting draws at ``vizcore.plot.PROJECTOR_MIN_SIZE``). ``layer_url``: where the renderer fetches a
+    layer the payload does not carry (``vizcore.attention.shelf``; it appends ``&layer=L``), and the next one ahead.
     """
     if not (0 <= layer < result.num_layers and 0 <= head < result.num_heads):
         raise VizError(f"Layer {layer + 1}, head {head + 1} is not in this model "
@@ -145,6 +146,7 @@ def attention_payload(result: Run, layer: int = 0, head: int = 0, view: str = "h
         "truncated": bool(result.truncated),
         "fullMaxTokens": FULL_MAX_TOKENS,
         "canFetch": True,
+        "layerUrl": layer_url,
         "initial": {"layer": int(layer), "head": int(head), "view": view},
         "options": {"pairFilter": options.pair_filter, "hideSpecial": bool(options.hide_special),
                     "mergeWords": bool(options.merge_words)},

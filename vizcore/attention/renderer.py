@@ -45,8 +45,28 @@ export default function (component) {
   if (!view) {
     const el = document.createElement("div");
     parentElement.appendChild(el);
+    const asked = {};  // the URL and layer of each fetch under way or done: one request per layer
     view = globalThis.InsideBertAttention.mount(el, data, {
       onSelect: function (selection) { setStateValue("selection", selection); },
+      reportDelay: 250,  // a run of arrow keys is one page run, after the keys rest
+      // A layer the payload does not carry: from the run's layer URL (vizcore/attention/shelf.py), no page run;
+      // if that fails, the page is asked for it and its next run sends it.
+      onRequestLayer: function (layer) {
+        const base = view && view.layerUrl();
+        if (!base) { setStateValue("missing", layer); return; }
+        const url = base + "&layer=" + layer;
+        if (asked[url]) return;
+        asked[url] = true;
+        fetch(url, {credentials: "same-origin"}).then(function (response) {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.arrayBuffer().then(function (buffer) {
+            view.receive(layer, {id: response.headers.get("X-Layer-Id") || url, bytes: new Uint8Array(buffer)});
+          });
+        }).catch(function () {
+          delete asked[url];
+          setStateValue("missing", layer);
+        });
+      },
     });
     parentElement.__insideBertView = view;
   } else {

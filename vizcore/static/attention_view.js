@@ -8,7 +8,7 @@
 // initial: {layer, head, view}, options: {pairFilter, hideSpecial, mergeWords}, controls: {views, filters,
 // layerHead}, inputId}. A scale is vizcore/colours.py's Scale.to_payload(): {quantity, stops: [[fraction,
 // "#rrggbb"], ...], power, range: [low, high]}; the renderer has no colour scale of its own.
-// host: {onSelect({layer, head, view}), onRequestLayer(layer)}, both optional.
+// host: {onSelect({layer, head, view}), onRequestLayer(layer), reportDelay (ms)}, all optional.
 //
 // Contract for tests and scripts: the element carries data-layer and data-head (1-based) once it has drawn
 // that head, is focusable, and ArrowRight/ArrowLeft change the head, ArrowDown/ArrowUp the layer; in the grid,
@@ -367,11 +367,22 @@
       view = VIEW_NAMES[view] ? view : state.view;
       const changed = layer !== state.layer || head !== state.head || view !== state.view;
       if (layer !== state.layer) state.focus = null;
+      if (fromUser && layer !== state.layer && state.layer >= 0) state.walking = true;  // prefetch() from now on
       state.layer = layer;
       state.head = head;
       state.view = view;
       render();
-      if (fromUser && changed) notify("select", {layer: layer, head: head, view: view});
+      if (fromUser && changed) report({layer: layer, head: head, view: view});
+    }
+
+    // A host may hear of a switch only once the keys have rested (host.reportDelay, ms; Streamlit's 250): a run of
+    // arrow presses is one report (one page run, not one a key), and the run does not compete with fetching and
+    // drawing the layer just chosen (it held the server for 90-130 ms of a 512-token layer's fetch). Without it,
+    // each switch is reported at once (the notebook widget).
+    function report(selection) {
+      clearTimeout(state.reportTimer);
+      if (!host.reportDelay) notify("select", selection);
+      else state.reportTimer = setTimeout(function () { notify("select", selection); }, host.reportDelay);
     }
 
     function canvasFor(width, height) {
@@ -753,6 +764,18 @@
       el.setAttribute("data-view", state.view);
       el.setAttribute("data-layer", String(state.layer + 1));
       el.setAttribute("data-head", String(state.head + 1));
+      prefetch(state.layer + 1);
+    }
+
+    // With a layer URL (the host fetches layers itself), once the user has moved between layers the next layer
+    // down is asked for as soon as one is drawn: ArrowDown, the usual way through the layers, then finds it
+    // unpacked. Not before: a view that is only looked at costs its one layer (its 5 MB budget at 512 tokens).
+    function prefetch(layer) {
+      const p = state.p;
+      if (!state.walking || !p.layerUrl || layer >= p.numLayers || state.encoded[layer] || state.failed[layer]) {
+        return;
+      }
+      notify("layer", layer);
     }
 
     function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
@@ -772,6 +795,7 @@
         state.grid = null;
         state.focus = null;
         state.pinned = false;
+        state.walking = false;
       }
       let arrived = false;
       Object.keys(next.layers || {}).forEach(function (key) {
@@ -822,9 +846,20 @@
         if (state.p && state.view !== "lines" && Math.abs(stage.clientWidth - state.width) > 24) render();
       }).observe(stage);
     }
+    // A layer fetched by the host (its onRequestLayer), as {id, bytes}: unpacked, and drawn if it is on screen.
+    function receive(layer, value) {
+      const key = String(layer);
+      if (!state.p || (state.encoded[key] && layerId(state.encoded[key]) === layerId(value))) return;
+      delete state.decoded[key];
+      state.encoded[key] = value;
+      unpack(key);
+    }
+
     update(payload);
     return {
       update: update,
+      receive: receive,
+      layerUrl: function () { return state.p && state.p.layerUrl; },
       select: function (layer, head, view) { select(layer, head, view || state.view, false); },
       get selection() { return {layer: state.layer, head: state.head, view: state.view}; },
       element: el,
