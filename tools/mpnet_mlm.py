@@ -442,7 +442,9 @@ def export_command(work: Path, target: Path = WEIGHTS_FILE) -> dict:
             "train_windows_sha256": hashlib.sha256(np.ascontiguousarray(train_windows).tobytes()).hexdigest(),
             "heldout_windows": int(np.load(work_windows(work, "heldout"), mmap_mode="r").shape[0]),
             "demo_sentences_in_training_windows": 0}
-    metrics = export_best(work, target, lambda shipped: {"best": measure_file(shipped, work), "data": data})
+    text = next((f for f in (work, work.parent) if (f / "heldout.txt").is_file()), work)
+    metrics = export_best(work, target, lambda shipped: {"best": measure_file(shipped, work), "data": data,
+                                                         "minilm": measure_minilm(text)})
     best = metrics["best"]
     return {"file": str(target), "bytes": target.stat().st_size,
             **{k: best[k] for k in ("step", "heldout_top1", "heldout_top5", "heldout_copied", "demo_top1",

@@ -32,3 +32,28 @@ def test_training_text_loses_every_document_that_holds_a_demo_sentence(tmp_path)
     kept = (tmp_path / "kept.txt").read_text(encoding="utf-8")
     assert kept.splitlines() == ["A gloss about rivers.", "The capital of France is a city."]
     assert demo_sentences_in(kept) == []
+
+
+def test_the_windows_check_finds_a_demo_sentence_across_a_window_boundary_and_nothing_else():
+    """The export's proof (tools.mpnet_mlm.demo_in_windows) reads the windows as the one stream they were cut from."""
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from tools.mpnet_mlm import contains, demo_in_windows
+    from vizcore.model.catalog import BUILTIN_MODELS, DEFAULT_MODEL
+
+    tokenizer = AutoTokenizer.from_pretrained(str(BUILTIN_MODELS[DEFAULT_MODEL].source()))
+    assert contains(np.array([5, 1, 2, 3, 9]), np.array([1, 2, 3])) and not contains(np.array([1, 2, 4, 3]),
+                                                                                   np.array([2, 3]))
+
+    def windows(text: str, width: int = 6) -> np.ndarray:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids += [0] * (-len(ids) % width)
+        body = np.array(ids, dtype=np.int32).reshape(-1, width)
+        edge = np.full((len(body), 1), 101, dtype=np.int32)
+        return np.concatenate([edge, body, edge], axis=1)  # [CLS] + a cut of the stream + [SEP]
+
+    clean = windows("the old man walked to the river and the capital of spain is a city")
+    assert demo_in_windows(clean, tokenizer) == []
+    spoiled = windows("so a long time ago they said the capital of france is paris and then left")  # cut in two
+    assert "The capital of France is paris" in demo_in_windows(spoiled, tokenizer)
