@@ -79,7 +79,7 @@ def test_attribution_patching_ranks_the_exact_sweep_s_effects_alike(capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["ablate", "--text", "No mask here.", "--heads", "1:1"], "no mask"),
-    (["ablate", "--text", FRANCE, "--heads", "7:1"], "Head 7:1 does not exist"),
+    (["ablate", "--text", FRANCE, "--heads", "7:1"], "Layer 7, head 1 does not exist (7:1): the model has no layer 7"),
     (["ablate", "--text", FRANCE, "--heads", "0:1"], "does not exist"),
     (["ablate", "--text", FRANCE, "--heads", "a:b"], "is not a head"),
     (["ablate", "--text", FRANCE, "--heads", ","], "No heads to ablate"),

@@ -118,7 +118,7 @@ def test_cli_prints_one_heads_circuits(capsys, family):
 
 @pytest.mark.parametrize(("argv", "part"), [
     (["--layer", "0", "--head", "1"], "--layer counts from 1, not 0."),
-    (["--layer", "3", "--head", "1"], "Head 3.1 does not exist"),
+    (["--layer", "3", "--head", "1"], "Layer 3, head 1 does not exist"),
     (["--layer", "1", "--head", "1", "--top", "500"], "--top must be from 1 to 200"),
 ])
 def test_cli_refuses_a_head_that_does_not_exist_in_one_line(capsys, tiny_model_dir, argv, part):

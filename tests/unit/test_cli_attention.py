@@ -90,3 +90,22 @@ def test_a_layer_or_head_the_model_lacks_names_the_command_and_the_range(capsys,
     code, _, err = run(capsys, "attention", "--text", TEXT, "--model", folder, flag, str(top + 1))
     assert code == 2 and err.startswith(f"error: python -m vizcore attention: {flag} must be from 1 to {top} ")
     assert f"has {top} {count}" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["attention", "--text", TEXT, "--layer", "9"], "--layer must be from 1 to 2"),
+    (["attention", "--text", TEXT, "--head", "5"], "--head must be from 1 to 4"),
+    (["ablate", "--text", "a [MASK] b", "--heads", "99.5"],
+     "Layer 99, head 5 does not exist (99.5): the model has no layer 99 (it has layers 1-2) and head 5"),
+    (["circuits", "--layer", "3", "--head", "1"], "Layer 3, head 1 does not exist"),
+])
+def test_layers_and_heads_are_checked_against_the_configuration_before_the_weights_load(capsys, tiny, monkeypatch,
+                                                                                         argv, message):
+    from vizcore.model import loading
+
+    def never(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(loading, "_load_model", never)
+    code, _, err = run(capsys, *argv, "--model", tiny[0])
+    assert code == 2 and message in err and "weights were loaded" not in err

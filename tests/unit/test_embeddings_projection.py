@@ -105,7 +105,7 @@ def test_the_joint_space_keeps_every_attention_weight(tiny, hf):
 
 
 def test_a_head_the_model_lacks_is_a_message(tiny):
-    with pytest.raises(VizError, match=r"Head 3\.1 does not exist: the model has 2 layers x 4 heads"):
+    with pytest.raises(VizError, match=r"Layer 3, head 1 does not exist: the model has 2 layers x 4 heads"):
         query_key_vectors(tiny, TEXTS, layer=2, head=0)
 
 

@@ -191,7 +191,7 @@ def test_the_shared_model_is_unchanged_after_every_kind_of_intervention_even_one
 
 
 def test_heads_and_hidden_states_that_do_not_exist_are_refused_with_their_names(loaded):
-    with pytest.raises(VizError, match=r"Head 3\.1 does not exist: the model has 2 layers x 4 heads"):
+    with pytest.raises(VizError, match=r"Layer 3, head 1 does not exist: the model has 2 layers x 4 heads"):
         run(loaded, TEXT, ablate=[HeadAblation(2, 0)])
     with pytest.raises(VizError, match="Hidden state 5 does not exist"):
         run(loaded, TEXT, patch=[Patch(5, (0,), np.zeros((1, 32)))])

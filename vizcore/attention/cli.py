@@ -86,11 +86,12 @@ def _attention(args: argparse.Namespace) -> dict:
         if number is not None and number < 1:
             raise VizError(f"{flag} counts from 1, as in the app, not {number}.")
     from vizcore.attention.extract import extract_attention
-    from vizcore.model.loading import load_model
+    from vizcore.model.loading import load_model, model_shape
 
+    shape = model_shape(args.model)  # --layer and --head against the configuration, before the weights load
+    layers = _kept("--layer", args.layer, shape.layers, "layer")
+    heads = _kept("--head", args.head, shape.heads, "head")
     loaded = load_model(args.model, device=args.device)
-    layers = _kept("--layer", args.layer, loaded.num_layers, "layer")
-    heads = _kept("--head", args.head, loaded.num_heads, "head")
     result = extract_attention(loaded, args.text, args.pair)
     kept = result.attention[layers, heads]  # [layer, head, query, key]: a view, no copy of a long text's weights
     return {**result.to_dict(include_attention=False), "layers": list(range(layers.start, layers.stop)),

@@ -66,7 +66,7 @@ def _numpy(tensor) -> np.ndarray:
 
 def check_head(loaded: LoadedModel, layer: int, head: int) -> None:
     if not (0 <= layer < loaded.num_layers and 0 <= head < loaded.num_heads):
-        raise VizError(f"Head {layer + 1}.{head + 1} does not exist: the model has {loaded.num_layers} layers x "
+        raise VizError(f"Layer {layer + 1}, head {head + 1} does not exist: the model has {loaded.num_layers} layers x "
                        f"{loaded.num_heads} heads (counted from 1).")
 
 

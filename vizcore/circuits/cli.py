@@ -27,12 +27,13 @@ def _circuits(args: argparse.Namespace) -> dict:
     if args.top > MAX_TOP:
         raise VizError(f"--top must be from 1 to {MAX_TOP}, not {args.top}.")
     from vizcore.circuits.circuits import circuits, head_record
-    from vizcore.model.loading import load_model
+    from vizcore.model.loading import load_model, model_shape
 
+    shape = model_shape(args.model)  # before the weights load
+    if args.layer > shape.layers or args.head > shape.heads:
+        raise VizError(f"Layer {args.layer}, head {args.head} does not exist: '{args.model}' has {shape.layers} "
+                       f"layers x {shape.heads} heads (counted from 1).")
     loaded = load_model(args.model, device=args.device)
-    if args.layer > loaded.num_layers or args.head > loaded.num_heads:
-        raise VizError(f"Head {args.layer}.{args.head} does not exist: '{loaded.name}' has {loaded.num_layers} "
-                       f"layers x {loaded.num_heads} heads (counted from 1).")
     result = circuits(loaded, args.tokens)
     return {**head_record(loaded, result, args.layer - 1, args.head - 1, args.top), "device": str(loaded.device)}
 

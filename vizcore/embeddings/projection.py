@@ -212,7 +212,7 @@ def query_key_vectors(loaded: LoadedModel, texts: Sequence[str], layer: int, hea
                       max_tokens: int = MAX_TOKENS, special: bool = True) -> QueryKeyCloud:
     """Head ``head`` of layer ``layer`` (0-based): its query and key vector at every kept token."""
     if not (0 <= layer < loaded.num_layers and 0 <= head < loaded.num_heads):
-        raise VizError(f"Head {layer + 1}.{head + 1} does not exist: the model has {loaded.num_layers} layers x "
+        raise VizError(f"Layer {layer + 1}, head {head + 1} does not exist: the model has {loaded.num_layers} layers x "
                        f"{loaded.num_heads} heads (1-based).")
     points, ids, kept = tokenize_texts(loaded, texts, max_tokens, special)
 

@@ -233,7 +233,7 @@ class _Recorder:
         d_head, d = self._widths()
         for a in self.ablations:
             if not (0 <= a.layer < layers and 0 <= a.head < heads):
-                raise VizError(f"Head {a.layer + 1}.{a.head + 1} does not exist: the model has {layers} layers "
+                raise VizError(f"Layer {a.layer + 1}, head {a.head + 1} does not exist: the model has {layers} layers "
                                f"x {heads} heads (1-based in the app).")
             if a.replacement is not None and np.shape(a.replacement)[-1:] != (d_head,):
                 raise VizError(f"A replacement for head {a.layer + 1}.{a.head + 1} must end in {d_head} values "

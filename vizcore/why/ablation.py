@@ -48,8 +48,11 @@ def parse_heads(spec: str, num_layers: int, num_heads: int) -> list[Head]:
             raise VizError(f"'{part}' is not a head: write layer:head, 1-based, e.g. 3:5 (layer 3, head 5).")
         layer, head = int(match[1]), int(match[2])
         if not (1 <= layer <= num_layers and 1 <= head <= num_heads):
-            raise VizError(f"Head {layer}:{head} does not exist: the model has {num_layers} layers x {num_heads} "
-                           "heads, numbered from 1.")
+            wrong = " and ".join(what for what, bad in ((f"layer {layer} (it has layers 1-{num_layers})",
+                                                         not 1 <= layer <= num_layers),
+                                                        (f"head {head} (heads 1-{num_heads} in each layer)",
+                                                         not 1 <= head <= num_heads)) if bad)
+            raise VizError(f"Layer {layer}, head {head} does not exist ({part}): the model has no {wrong}.")
         if (layer - 1, head - 1) not in heads:
             heads.append((layer - 1, head - 1))
     return heads

@@ -33,11 +33,13 @@ from vizcore.model.catalog import fill_mask_model
 # ---- ablate ------------------------------------------------------------------------------------
 
 def _ablate(args: argparse.Namespace) -> dict:
+    from vizcore.model.loading import model_shape
     from vizcore.why.ablation import ablate_mlm, parse_heads
 
-    parse_heads(args.heads, 10**6, 10**6)  # the syntax, before loading
+    parse_heads(args.heads, 10**6, 10**6)  # the syntax, before importing torch
+    shape = model_shape(args.model)  # the heads against the configuration, before the weights load
+    heads = parse_heads(args.heads, shape.layers, shape.heads)
     loaded = load_masked_lm(args, args.text)
-    heads = parse_heads(args.heads, loaded.num_layers, loaded.num_heads)
     if not heads:
         raise VizError("No heads to ablate: give --heads layer:head[,layer:head...], 1-based, e.g. 3:5,4:1.")
     result = ablate_mlm(loaded, args.text, heads, mode=args.mode, top_k=args.top_k)
@@ -122,9 +124,12 @@ def _attention_attribution(args: argparse.Namespace) -> dict:
     from vizcore.why.attention_attribution import attention_attribution, check_steps, check_threshold
 
     steps, threshold = check_steps(args.steps), check_threshold(args.threshold)
+    from vizcore.model.loading import model_shape
+
+    layers = model_shape(args.model).layers  # before the weights load
+    if args.layer is not None and not 1 <= args.layer <= layers:
+        raise VizError(f"--layer must be between 1 and {layers} for {args.model}; got {args.layer}.")
     loaded = load_masked_lm(args, args.text)
-    if args.layer is not None and not 1 <= args.layer <= loaded.num_layers:
-        raise VizError(f"--layer must be between 1 and {loaded.num_layers} for {loaded.name}; got {args.layer}.")
     layers = None if args.layer is None else [args.layer - 1]
     result = attention_attribution(loaded, args.text, args.answer, steps, layers)
     return {**result.to_dict(threshold), "device": str(loaded.device)}
