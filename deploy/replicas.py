@@ -43,6 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
+PUBLIC_ADDRESS_ENV = "VIZCORE_PUBLIC_ADDRESS"  # the address students reach the class on (nginx's), not a replica's
 REPLICA_ENV = "VIZCORE_REPLICA"  # r1 ... rN in each replica's environment (its logs can say which it is)
 ROOMS_ENV = "VIZCORE_ROOMS"  # the rooms store every replica opens (vizcore.lessons.stores.open_rooms)
 NGINX_HELP = ("nginx is missing: install Debian's package (`sudo apt-get install nginx`, or `make nginx` as "
@@ -210,6 +211,9 @@ class Supervisor:
         self.port, self.run_dir, self.command, self.nginx_bin, self.app = port, run_dir, command, nginx, app
         self.listen, self.host, self.say = f"{listen_host}:{port}", host, say
         self.env = dict(os.environ if env is None else env)
+        # The replicas listen on this computer only, nginx on ``listen_host``: what the students reach (the Lessons
+        # page's teacher panel asks it, ui/lessons/room.py).
+        self.env[PUBLIC_ADDRESS_ENV] = listen_host
         self.timing = timing
         self.store = Store(binary=redis, port=port + replicas + 1) if redis else None
         if self.store:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.app.test_lessons import PAGE, marker, param
 from ui.lessons.listen import chart_text
 from ui.lessons.room import student_link
@@ -68,7 +70,19 @@ def errors(at) -> list[str]:
     return [e.value for e in at.error]
 
 
-def test_a_class_follows_its_teacher_and_a_student_may_go_on_their_own(new_app):
+@pytest.fixture
+def on_the_network():
+    """The server as `make serve` starts it, on every interface (.streamlit/config.toml says localhost, `make run`'s):
+    the teacher's page offers the students' link and QR code."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")
+    yield
+    config.set_option("server.address", before)
+
+
+def test_a_class_follows_its_teacher_and_a_student_may_go_on_their_own(new_app, on_the_network):
     teacher = new_app(PAGE, teach="1", lesson="attention", step="2").run()
     assert not teacher.exception and marker(teacher) == ("attention", 2)
     code = room_code(teacher)
@@ -114,7 +128,7 @@ def test_the_teachers_chart_counts_the_students_answers_with_every_choice(new_ap
     choices = teacher.radio(key="lessons.choice.attention.3").options
     drawn = chart(teacher)
     assert drawn["choices"] == list(choices) and drawn["counts"] == {}
-    assert chart_text(drawn["choices"], drawn["counts"]) == "Answers: " + ", ".join(f"{c} 0" for c in choices)
+    assert chart_text(drawn["choices"], drawn["counts"]) == "Answers: " + "; ".join(f"{c}: 0 answers" for c in choices)
     secret = teacher.session_state["lessons.class_secret"]
     assert drawn["url"] == f"/api/class/answers?room={code}&lesson=attention&step=3"
     assert drawn["token"] == watch_token(secret_hash(secret)) and secret not in json.dumps(drawn)
@@ -127,8 +141,8 @@ def test_the_teachers_chart_counts_the_students_answers_with_every_choice(new_ap
     teacher.run()
     expected = {c: picks.count(c) for c in choices}
     drawn = chart(teacher)
-    assert chart_text(drawn["choices"], drawn["counts"]) == "Answers: " + ", ".join(
-        f"{c} {n}" for c, n in expected.items())
+    assert chart_text(drawn["choices"], drawn["counts"]) == "Answers: " + "; ".join(
+        f"{c}: {n} answer{'' if n == 1 else 's'}" for c, n in expected.items())
     teacher.session_state["shared.present"] = True  # presenter mode: the code in a corner, the chart in the sidebar
     teacher.run()
     assert room_code(teacher) == code and marker(teacher) == ("attention", 3)
@@ -185,4 +199,29 @@ def test_the_chart_lists_every_choice_then_answers_from_other_choices():
 
     rows = answer_counts(["2: animal", "10: it", "5: t"], {"10: it": 2, "3: didn": 1})
     assert rows == [("2: animal", 0), ("10: it", 2), ("5: t", 0), ("3: didn", 1)]
-    assert answers_text(rows) == "2: animal 0, 10: it 2, 5: t 0, 3: didn 1"
+    assert answers_text(rows) == "2: animal: 0 answers; 10: it: 2 answers; 5: t: 0 answers; 3: didn: 1 answer"
+
+
+@pytest.mark.parametrize("address, local", [(None, False), ("", False), ("0.0.0.0", False), ("::", False),
+                                            ("localhost", True), ("127.0.0.1", True), ("::1", True),
+                                            ("[::1]", True), ("192.168.1.20", False), ("class.example.org", False)])
+def test_a_server_on_localhost_only_is_told_apart(address, local):
+    from ui.lessons.room import listens_on_this_computer_only
+
+    assert listens_on_this_computer_only(address) is local
+
+
+def test_under_make_run_the_teacher_is_told_students_cannot_reach_the_server(new_app):
+    """`make run` listens on localhost: no link or QR code as if they worked, and how to start `make serve`."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "localhost")
+    try:
+        teacher = new_app(PAGE, teach="1", lesson="attention", step="3").run()
+    finally:
+        config.set_option("server.address", before)
+    assert not teacher.exception and room_code(teacher)
+    assert any("Students cannot reach this server" in w.value and "make serve" in w.value for w in teacher.warning)
+    assert not any("QR code for" in h.proto.body for h in teacher.get("html"))
+    assert not any("Students open" in m.value for m in teacher.markdown)

@@ -133,7 +133,9 @@ def wait_counted(teacher, shown: list[str], given: list[str], timeout_s: float =
     AssertionError with what the chart said if it does not within ``timeout_s``."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    expected = "Answers: " + ", ".join(f"{choice} {given.count(choice)}" for choice in shown)
+    from ui.lessons.listen import chart_text
+
+    expected = chart_text(shown, {choice: given.count(choice) for choice in shown if given.count(choice)})
     try:
         teacher.wait_for_function(f"text => document.querySelector('{CLASS_ANSWERS}')?.innerText.trim() === text",
                                   arg=expected, timeout=timeout_s * 1000)

@@ -96,7 +96,8 @@ function draw(root, data, counts) {
     + `<p class="question">${escape(data.question)}</p>`
     + `<table><thead><tr><th scope="col">answer</th><th scope="col">students</th></tr></thead>`
     + `<tbody>${body}</tbody></table>`
-    + `<p class="text class-answers-text">Answers: ${escape(table.map(([c, n]) => `${c} ${n}`).join(', '))}</p>`
+    + `<p class="text class-answers-text">Answers: ${escape(table.map(([c, n]) =>
+        `${c}: ${n} answer${n === 1 ? '' : 's'}`).join('; '))}</p>`
     + `</div>`;
   root.setAttribute('data-answered', String(answered));
 }
@@ -165,7 +166,7 @@ def answers_chart(code: str, token: str, lesson: str, step: int, question: str, 
 
 
 def chart_text(choices: Sequence[str], counts: Mapping[str, int]) -> str:
-    """What the chart says, as the browser draws it (tests compare): "Answers: animal 3, street 1"."""
+    """What the chart says, as the browser draws it (tests compare): "Answers: animal: 3 answers; street: 1 answer"."""
     from vizcore.lessons.figures import answer_counts, answers_text
 
     return "Answers: " + answers_text(answer_counts(choices, counts))

@@ -24,6 +24,8 @@ counts, no names.
 from __future__ import annotations
 
 import html
+import ipaddress
+import os
 import secrets
 import socket
 from typing import Mapping, Sequence
@@ -104,6 +106,26 @@ def student_link(page_url: str | None, code: str, lan: str | None, port: int = 8
     return urlunsplit((parts.scheme, parts.netloc, path, urlencode({"room": code}), "")), note
 
 
+def listens_on_this_computer_only(address: str | None) -> bool:
+    """Whether a server listening on ``address`` (``server.address``; unset: every interface) can be reached only
+    from this computer: ``make run`` listens on localhost, ``make serve`` on every interface."""
+    host = (address or "").strip().strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+LOCAL_ONLY = ("**Students cannot reach this server**: it listens on this computer only (`make run`). To teach a class, "
+              "stop it and start `make serve` (it listens on this computer's network address; see docs/SCALE.md), or "
+              "`streamlit run app.py --server.address 0.0.0.0`, then open the class again. The code works meanwhile "
+              "for other windows on this computer.")
+
+
 def class_link(code: str) -> tuple[str, str | None]:
     return student_link(st.context.url, code, lan_address(), int(st.get_option("server.port") or 8501))
 
@@ -170,14 +192,24 @@ def teacher_panel() -> None:
     small in a corner of the step and the rest is in the sidebar."""
     code = st.session_state[KEY_CODE]
     link, note = class_link(code)
+    # Behind deploy.replicas the server listens on 127.0.0.1 and nginx on the address it names for the students
+    local = listens_on_this_computer_only(os.environ.get("VIZCORE_PUBLIC_ADDRESS") or st.get_option("server.address"))
     if presenting():
         st.html(_code_html(code, corner=True))
         with st.sidebar:
-            st.markdown(f"**Class {code}** · students open {link}")
-            st.html(_qr_html(link, 180))
+            if local:
+                st.warning(LOCAL_ONLY)
+            else:
+                st.markdown(f"**Class {code}** · students open {link}")
+                st.html(_qr_html(link, 180))
             st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
         return
     with st.container(border=True, key=f"{PAGE}-class"):
+        if local:  # no link or QR code that would not open on a student's device
+            st.html(_code_html(code, corner=False))
+            st.warning(LOCAL_ONLY)
+            st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
+            return
         words, qr = st.columns([3, 2], vertical_alignment="center")
         with words:
             st.html(_code_html(code, corner=False))

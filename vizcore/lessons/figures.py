@@ -33,8 +33,9 @@ def answer_counts(choices: Sequence[str], counts: Mapping[str, int]) -> list[tup
 
 
 def answers_text(rows: Sequence[tuple[str, int]]) -> str:
-    """The class's answers as a sentence (the chart's text alternative): "animal 3, street 1, it 0"."""
-    return ", ".join(f"{choice} {count}" for choice, count in rows)
+    """The class's answers as a sentence (the chart's text alternative), each count said as what it counts, as a
+    choice may itself hold numbers and commas: "layer 1, head 1: 0 answers; animal: 1 answer"."""
+    return "; ".join(f"{choice}: {count} answer{'' if count == 1 else 's'}" for choice, count in rows)
 
 
 def qr_svg_uri(link: str) -> str:
