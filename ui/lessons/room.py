@@ -55,14 +55,15 @@ KEY_PROBLEM = f"{PAGE}.room_problem"  # the store's message for a code this sess
 KEY_JOIN = f"{PAGE}.join_code"  # the box a code is typed in
 STUDENT_ID_BYTES = 9
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
-# The class's code, large on the teacher's page and small in a corner in presenter mode; on a phone (a student's, 390
+# The class's code, large on the teacher's page and small in presenter mode, in the step's heading row (fixed in a
+# corner it covered the step's Check button, then the lesson's name, at 1024 x 768); on a phone (a student's, 390
 # px wide) the page's heading at 2 rem, not Streamlit's 2.75 (three lines before the step began).
 CLASS_CSS = """<style>
 @media (max-width: 640px) { [data-testid="stMain"] h1 { font-size: 2rem; } }
 .class-code { line-height: 1.1; }
 .class-code .label { font-size: 1rem; }
 .class-code .code { font-size: 3.2rem; font-weight: 700; letter-spacing: 0.12em; font-family: monospace; }
-.class-corner { position: fixed; right: 0.75rem; bottom: 0.5rem; z-index: 999990; font-size: 20px; font-weight: 700;
+.class-corner { display: inline-block; white-space: nowrap; font-size: 20px; font-weight: 700;
   padding: 0.1rem 0.5rem; border: 2px solid currentColor; border-radius: 0.3rem;
   color: light-dark(#000000, #FFFFFF); background: light-dark(#FFFFFF, #0E1117); }
 </style>"""
@@ -182,6 +183,12 @@ def _code_html(code: str, corner: bool) -> str:
             f'<div class="code">{code}</div></div>')
 
 
+def heading_code() -> None:
+    """In presenter mode, the class's code in the step's heading row, where it covers nothing."""
+    if teaching():
+        st.html(_code_html(st.session_state[KEY_CODE], corner=True), width="content")
+
+
 def _qr_html(link: str, px: int) -> str:
     alt = html.escape(f"QR code for {link}", quote=True)
     return f'<img src="{qr_svg_uri(link)}" alt="{alt}" width="{px}" height="{px}" style="display:block">'
@@ -194,8 +201,7 @@ def teacher_panel() -> None:
     link, note = class_link(code)
     # Behind deploy.replicas the server listens on 127.0.0.1 and nginx on the address it names for the students
     local = listens_on_this_computer_only(os.environ.get("VIZCORE_PUBLIC_ADDRESS") or st.get_option("server.address"))
-    if presenting():
-        st.html(_code_html(code, corner=True))
+    if presenting():  # the code itself is in the step's heading row (heading_code, ui/lessons/step.py)
         with st.sidebar:
             if local:
                 st.warning(LOCAL_ONLY)
@@ -204,22 +210,24 @@ def teacher_panel() -> None:
                 st.html(_qr_html(link, 180))
             st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
         return
+    # One row on the page (the step starts above the fold of a 1024 x 768 screen), the QR code and the large code
+    # in the sidebar, where the teacher can show them.
     with st.container(border=True, key=f"{PAGE}-class"):
-        if local:  # no link or QR code that would not open on a student's device
-            st.html(_code_html(code, corner=False))
-            st.warning(LOCAL_ONLY)
-            st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
-            return
-        words, qr = st.columns([3, 2], vertical_alignment="center")
-        with words:
-            st.html(_code_html(code, corner=False))
-            st.markdown(f"Students open **{link}**, scan the QR code, or type the class code on the Lessons page. "
-                        "Every step you move to, they follow; their answers appear below the step.")
-            st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
-        with qr:
-            st.html(_qr_html(link, 200))
-        if note:
+        badge, words, end = st.columns([1.4, 4, 2], vertical_alignment="center")
+        badge.html(_code_html(code, corner=True))
+        if local:
+            words.markdown("**Students cannot reach this server** (`make run`): see the sidebar.")
+        else:
+            words.markdown(f"Students open **{link}**, scan the QR code in the sidebar, or type the code.")
+        end.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
+        if note and not local:
             st.caption(note)
+    with st.sidebar:
+        st.html(_code_html(code, corner=False))
+        if local:
+            st.warning(LOCAL_ONLY)
+        else:
+            st.html(_qr_html(link, 200))
 
 
 def class_answers(lesson: Lesson, number: int, choices: Sequence[str] | None) -> None:

@@ -142,6 +142,7 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
         with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-heading"):
             st.title(f"{number}. {step.title}")
             st.caption(f"{plain(lesson.title)} · {number} / {len(lesson.steps)}", width="content")
+            room.heading_code()
     else:
         st.subheader(f"{number}. {step.title}")
     st.markdown(plain(step.claim))
