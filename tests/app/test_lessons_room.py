@@ -119,6 +119,7 @@ def test_a_class_follows_its_teacher_and_a_student_may_go_on_their_own(new_app, 
     assert any(f"The class {code} has ended" in s.value for s in teacher.success)
     student.run()
     assert any(code in e and "has ended" in e for e in errors(student))
+    assert any(code in t.value and "has ended" in t.value for t in student.toast)  # seen wherever they scrolled
     assert marker(student) == ("heads", 3) and param(student, "room") is None  # the lessons go on, alone
 
 

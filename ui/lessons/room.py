@@ -260,6 +260,9 @@ def _leave(message: str) -> None:
     for key in (KEY_ROOM, KEY_FOLLOWED, KEY_ON_OWN):
         st.session_state.pop(key, None)
     st.session_state[KEY_PROBLEM] = message
+    # Said at the top of the page, and where a student scrolled down to the question sees it too: a toast stays in
+    # the window's corner until it is closed.
+    st.toast(message, icon=":material/info:", duration="infinite")
 
 
 def _go(position: Position, lessons: Mapping[str, Lesson]) -> None:
