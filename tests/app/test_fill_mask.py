@@ -314,3 +314,14 @@ def test_a_shared_link_sets_the_model_and_sentence(new_app, roberta_dir):
     assert at.text_input(key="fill_mask.model_other").value == str(roberta_dir)
     assert at.text_area(key="fill_mask.text").value == "Paris is the [MASK] of France."
     assert len(bar_words(at)) == 5 and any("`<mask>`" in m.value for m in at.markdown)
+
+
+def test_a_link_to_a_model_the_server_cannot_load_is_said_and_left_out_of_the_link(new_app):
+    from tests.app.test_lessons import param
+
+    at = new_app(PAGE, mlm="nope").run()
+    assert not at.exception and not at.error
+    assert any("The link's mlm='nope' was not used" in w.value and "opened with minilm-mlm-tuned" in w.value
+               for w in at.warning)
+    assert at.selectbox(key=fm.KEY_MODEL_CHOICE).value == MLM_MODEL and param(at, "mlm") in (None, MLM_MODEL)
+    assert any("Answered by **minilm-mlm-tuned**" in m.value for m in at.markdown)  # the page says which model

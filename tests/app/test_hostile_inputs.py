@@ -527,7 +527,9 @@ LINKS = {
     "finetune-model-url": ("pages/finetune.py", {"model": "https://huggingface.co/bert-base-uncased"},
                            ("error", "give the hub id")),
     "fill-mask-600-masks": ("pages/mlm.py", {"masked": SENTENCES["600-masks"]}, ("error", "600 masks")),
-    "fill-mask-model-dot-dot": ("pages/mlm.py", {"mlm": "../../x"}, ("error", "does not exist")),
+    "fill-mask-model-dot-dot": ("pages/mlm.py", {"mlm": "../../x"}, ("warning", "mlm='../../x' was not used: Model "
+                                                                               "folder '../../x' does not exist")),
+    "fill-mask-model-nope": ("pages/mlm.py", {"mlm": "nope"}, ("warning", "mlm='nope' was not used: Could not load")),
 }
 
 

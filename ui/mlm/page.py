@@ -47,9 +47,16 @@ def mlm_choices() -> tuple[str, ...]:
 
 
 def model_from_link(raw: str) -> str:
-    """The link's ``mlm``: a listed model, or any other name (for the "Other" box)."""
+    """The link's ``mlm``: a listed model, or another one this server can load (for the "Other" box); a ValueError,
+    said as the link's value that was not used, for a name it cannot (its configuration is read to know)."""
     name = raw.strip()
     if name and name not in mlm_choices():
+        from vizcore.model.loading import model_shape
+
+        try:
+            model_shape(name)
+        except VizError as error:
+            raise ValueError(f"{error} The page opened with {fill_mask_model()}.") from error
         st.session_state[KEY_MODEL_OTHER] = name
         return OTHER_MODEL
     return name or fill_mask_model()
