@@ -37,9 +37,28 @@ def main() -> None:
     sidebar()
     layout.apply()
     page = st.navigation(pages)
+    unknown = _unknown_page(pages)
+    if unknown is not None:  # Streamlit would run Home in its place, silently
+        st.title("Page not found")
+        st.error(f"This app has no page '/{unknown}'. Its pages:")
+        for each in pages:
+            st.page_link(each)
+        return
     if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
         import_model_stack()
     page.run()
+
+
+def _unknown_page(pages: list) -> str | None:
+    """The page name the browser asked for when no page has it (a mistyped or an old link), else None."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    asked = (getattr(ctx.pages_manager, "intended_page_name", None) or "") if ctx else ""
+    asked = asked.strip("/")
+    known = {each.url_path for each in pages}
+    return asked if asked and asked not in known and not getattr(ctx.pages_manager, "intended_page_script_hash",
+                                                                   None) else None
 
 
 if __name__ == "__main__":

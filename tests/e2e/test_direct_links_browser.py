@@ -156,3 +156,23 @@ def test_a_direct_link_is_the_first_request_of_a_session_on_a_fresh_plain_stream
         sweep_views(page, name, VIEWS.get(name, []))
     finally:
         page.close()
+
+
+def test_an_unknown_page_says_so_with_links_to_every_page(context, app_url):
+    """Streamlit runs the default page in place of one it does not know: the app says 'Page not found' instead of
+    showing Home as if it had been asked for, and lists its pages (issue 47 D)."""
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}/no-such-page?text=hi")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] h1:has-text("Page not found")',
+                               timeout=FIRST_RUN_MS)
+        wait_until_idle(page, timeout_s=120)
+        page.keyboard.press("Escape")  # Streamlit's own notice
+        main = page.locator("[data-testid=stMain]")
+        assert "This app has no page '/no-such-page'" in main.inner_text()
+        assert [main.get_by_role("link", name=title).count() for title in TITLES] == [1] * len(TITLES)
+        main.get_by_role("link", name="Attention Explorer").click()
+        page.wait_for_selector(VIEW, timeout=FIRST_RUN_MS)
+        assert "/attention" in page.url
+    finally:
+        page.close()
