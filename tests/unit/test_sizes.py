@@ -95,8 +95,12 @@ def test_cli_prints_each_models_row_and_says_how_to_install_a_missing_one(capsys
     monkeypatch.setattr(install, "installed_folder", lambda spec=None: None)
     code = main(["sizes", "--model", str(tiny_model_dir("mpnet")), "--model", "all-mpnet-base-v2",
                  "--model", "tiny-transformer", "--lengths", "16", "80", "--runs", "1"])
-    out = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    out = json.loads(printed.out)
     assert code == 0 and out["components"] == list(COMPONENTS) and out["lengths"] == [16, 80]
+    progress = [line for line in printed.err.splitlines() if line.startswith("sizes:")]  # stdout is the JSON
+    assert progress[2] == "sizes: 2/3 all-mpnet-base-v2: not installed" and progress[-1].startswith(
+        "sizes: 3/3 tiny-transformer: done in ")
     mpnet, missing, tiny = out["models"]
     assert mpnet["total"] == sum(mpnet["parameters"].values()) and (mpnet["layers"], mpnet["heads"]) == (2, 4)
     assert mpnet["forward_ms"]["16"] > 0 and mpnet["forward_ms"]["80"] is None  # over its 64 positions

@@ -11,6 +11,8 @@ from-scratch model). ``--model`` replaces them: a built-in, a local folder or ``
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
 from vizcore.errors import VizError
 
@@ -35,19 +37,32 @@ def not_installed(name: str) -> dict | None:
 
 
 def size_rows(names: list[str], lengths: tuple[int, ...], runs: int, device: str = "cpu") -> list[dict]:
-    from vizcore.model.loading import load_model
+    from vizcore.model.loading import load_model, resolve_source
     from vizcore.sizes.sizes import TINY_NAME, loaded_sizes, tiny_sizes
 
+    for name in names:  # every name checked before the first progress line: a wrong one is the command's one line
+        if name != TINY_NAME and not_installed(name) is None:
+            resolve_source(name)
     rows = []
-    for name in names:
+    for number, name in enumerate(names, start=1):
         missing = not_installed(name)
         if missing is not None:
             rows.append(missing)
+            progress(f"sizes: {number}/{len(names)} {name}: not installed")
             continue
+        progress(f"sizes: {number}/{len(names)} {name}: loading and timing {runs} runs at "
+                 f"{', '.join(map(str, lengths))} tokens…")
+        started = time.perf_counter()
         sizes = tiny_sizes(lengths, runs) if name == TINY_NAME else loaded_sizes(load_model(name, device=device),
                                                                                   lengths, runs)
         rows.append({**sizes.to_json(), "installed": True})
+        progress(f"sizes: {number}/{len(names)} {name}: done in {time.perf_counter() - started:.1f} s")
     return rows
+
+
+def progress(line: str) -> None:
+    """A progress line on stderr (stdout is the JSON): the command times several models for a minute or more."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _sizes(args: argparse.Namespace) -> dict:
