@@ -157,9 +157,27 @@ def head_grid(source: Source, text: str, params: Mapping) -> View:
     figure = layer_head_heatmap(stats, f"{LABELS[name]}, every head", LABELS[name], scale=SEQUENTIAL)
     best = np.unravel_index(np.argmax(stats), stats.shape)
     pattern = _attention_figure(run, int(best[0]), int(best[1]), f" (the largest {LABELS[name]})")
-    return View(figures=[figure, pattern],
+    return View(figures=[figure, pattern], caption=special_finding(run, name, stats),
                 series={"heads": Series(labels, stats.ravel(), "{label} has the largest " + LABELS[name] +
                                         ", {value:.2f}")})
+
+
+def special_finding(run: Run, name: str, stats: np.ndarray) -> str:
+    """For the [CLS] and [SEP] statistics, what this model does on this sentence, worded by the numbers and with the
+    special token named as the model has it (MPNet's are <s> and </s>): the lesson's claim about BERT is the paper's;
+    this is the model on screen's (issue 47 B)."""
+    if name not in ("cls", "sep"):
+        return ""
+    token = run.tokens[0] if name == "cls" else run.tokens[-1]  # the first and the closing special token
+    layer, head = np.unravel_index(np.argmax(stats), stats.shape)
+    top = float(stats[layer, head])
+    most = int((stats > 0.5).sum())
+    where = f"layer {layer + 1}, head {head + 1}"
+    if most == 0:
+        return (f"**In this model ({run.model}), on this sentence, no head puts most of its weight on {token}**: at "
+                f"most {top:.0%} ({where}), from each query on average.")
+    return (f"**In this model ({run.model}), on this sentence, {most} of {stats.size} heads put most of their weight "
+            f"on {token}**; the most, {where}: {top:.0%} from each query on average.")
 
 
 def _attention_figure(run: Run, layer: int, head: int, note: str = ""):
