@@ -86,6 +86,9 @@ html {{ font-size: {PROJECTOR_PX}px; }}
 }}
 [data-testid="stSidebarNavLink"] p {{ white-space: normal !important; overflow: visible !important; }}
 code {{ font-size: 0.9em !important; }}
+/* the page's scroll region keeps the focus for the presenter's keys; Streamlit frames it (a shadow on its ::before)
+   once a key has been pressed, and a click then left that frame across the step on the projector */
+[data-testid="stMain"]:focus-visible::before {{ box-shadow: none !important; }}
 /* KaTeX draws a script within a script (the "model" of d_model in an exponent) at half its size: 33 px keeps it
    at 16.5 px (at KaTeX's own 1.21em of 24 px it was 14.5) */
 .katex {{ font-size: 33px !important; }}

@@ -80,3 +80,24 @@ def test_every_page_in_the_projector_setting_is_large_and_strong_at_1024_x_768(c
         assert "present=1" in page.url  # the address bar's link opens the same setting
     finally:
         page.close()
+
+
+def test_a_key_then_a_click_in_presenter_mode_leaves_no_frame_across_the_step(context, app_url):
+    """Streamlit frames its focused scroll region (a shadow on stMain's ::before) once a key has been pressed; on the
+    projector that frame stayed across the step after the presenter's next click (issue 47 D)."""
+    page = context.new_page()
+    page.set_viewport_size(LAPTOP)
+    try:
+        page.goto(f"{app_url}/lessons?lesson=attention&step=1&present=1")
+        page.wait_for_selector(".lesson-step[data-step='1']", state="attached", timeout=180_000)
+        wait_until_idle(page, timeout_s=180)
+        page.mouse.click(300, 120)
+        page.keyboard.press("PageDown")
+        page.wait_for_selector(".lesson-step[data-step='2']", state="attached", timeout=60_000)
+        wait_until_idle(page, timeout_s=60)
+        page.mouse.click(300, 120)
+        frame = page.evaluate("""() => getComputedStyle(document.querySelector('[data-testid=stMain]'), '::before')
+                                       .boxShadow""")
+        assert frame == "none", frame
+    finally:
+        page.close()
