@@ -373,10 +373,12 @@ def fill(source: Source, text: str, params: Mapping) -> View:
     from vizcore.mlm.fill_mask import fill_mask
     from vizcore.model.catalog import fill_mask_model
 
-    result = fill_mask(source.model("mlm", fill_mask_model()), text, top_k=int(params["top_k"]), lenses=False)
+    answering = fill_mask_model()
+    result = fill_mask(source.model("mlm", answering), text, top_k=int(params["top_k"]), lenses=False)
     predictions = result.masks[0].predictions
     labels = _unique([p.token for p in predictions])
     return View(figures=[prediction_bars(predictions, "The masked-LM's guesses for the first [MASK]")],
+                caption=f"Answered by {answering}, the masked-LM this app fills blanks with.",
                 series={"guesses": Series(labels, np.array([p.score for p in predictions]),
                                           "the model's top word is '{label}', probability {value:.2f}")})
 
