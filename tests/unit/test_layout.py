@@ -89,6 +89,7 @@ def test_vizcore_never_imports_streamlit_or_the_tools():
 # The only modules directly in ui/: what several topics use. A topic's own UI goes in ui/<topic>/.
 SHARED_UI = {
     "state": "the cached model and run wrappers, the shared sidebar",
+    "warm": "the server's warm-up before it listens (app.py's lifespan)",
     "url_state": "links in and out",
     "layer_head": "the one layer and head picker, and the session's choice",
     "feedback": "errors, user text in markdown, the chart config",
