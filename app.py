@@ -44,7 +44,7 @@ def main() -> None:
         for each in pages:
             st.page_link(each)
         return
-    if page.url_path:  # Home (the default page) needs no torch for a cached heatmap; the others import it at their top
+    if page.url_path:  # loaded already by the server's warm-up (ui/warm.py); AppTest has none, the pages need it
         import_model_stack()
     page.run()
 

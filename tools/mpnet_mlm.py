@@ -309,7 +309,7 @@ class MPNetMaskedLM(Recipe):
             parameter.requires_grad_(False)
         self.adapters = add_adapters(self.model, config.rank)
         head = self.model.lm_head
-        probe = next((f / "probe-layers.pt" for f in (work, work.parent) if (f / "probe-layers.pt").is_file()), None)
+        probe = in_work(work, "probe-layers.pt")
         if probe:  # the frozen layer-12 head the measurement fitted: a head that already reads English
             saved = torch.load(probe, weights_only=False)["heads"].get(12)
             if saved:
@@ -352,7 +352,9 @@ class MPNetMaskedLM(Recipe):
         return cross + self.config.copy_penalty * copy, {"ce": cross.detach(), "copy": copy.detach()}
 
     def learning_rate(self, step: int, start: int) -> float:
-        return schedule(step, self.config, start)
+        from tools.mlm_training import learning_rate
+
+        return learning_rate(step, self.config, start)  # warm-up, flat, then linear decay over the last quarter
 
     def evaluate(self) -> dict:
         heads = {12: LMHead(self.model)}
@@ -390,17 +392,16 @@ class LMHead(nn.Module):
         return self.model.lm_head(states)
 
 
-def schedule(step: int, config: TrainConfig, start: int = 0) -> float:
-    from tools.mlm_training import learning_rate
-
-    return learning_rate(step, config, start)  # warm-up, flat, then linear decay over the last quarter
+def in_work(work: Path, name: str) -> Path | None:
+    """``name`` in the run's folder or the folder above it (where ``windows`` and ``probe-layers`` write), or None."""
+    return next((folder / name for folder in (work, work.parent) if (folder / name).is_file()), None)
 
 
 def work_windows(work: Path, split: str) -> Path:
-    for folder in (work, work.parent):
-        if (path := folder / f"mpnet-{split}-{SEQ_LEN}.npy").is_file():
-            return path
-    raise VizError(f"mpnet-{split}-{SEQ_LEN}.npy is missing: run python -m tools.mpnet_mlm windows first.")
+    path = in_work(work, f"mpnet-{split}-{SEQ_LEN}.npy")
+    if path is None:
+        raise VizError(f"mpnet-{split}-{SEQ_LEN}.npy is missing: run python -m tools.mpnet_mlm windows first.")
+    return path
 
 
 # ---- export and measurement ---------------------------------------------------------------------------------------
@@ -442,7 +443,7 @@ def export_command(work: Path, target: Path = WEIGHTS_FILE) -> dict:
             "train_windows_sha256": hashlib.sha256(np.ascontiguousarray(train_windows).tobytes()).hexdigest(),
             "heldout_windows": int(np.load(work_windows(work, "heldout"), mmap_mode="r").shape[0]),
             "demo_sentences_in_training_windows": 0}
-    text = next((f for f in (work, work.parent) if (f / "heldout.txt").is_file()), work)
+    text = (in_work(work, "heldout.txt") or work / "heldout.txt").parent
     metrics = export_best(work, target, lambda shipped: {"best": measure_file(shipped, work), "data": data,
                                                          "minilm": measure_minilm(text)})
     best = metrics["best"]

@@ -260,21 +260,18 @@ def load_config(name: str, source: str) -> PretrainedConfig:
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What a model's configuration says of its size: read before any weight loads (config.json only)."""
+    """What a model's configuration says of its shape: read before any weight loads (config.json only)."""
 
     layers: int
     heads: int
-    neurons: int  # per layer's feed-forward (intermediate size)
 
 
 def model_shape(name: str) -> ModelShape:
-    """``name``'s layers, heads and feed-forward width from its configuration, in a fraction of the time of loading
-    its weights: a layer, head or neuron the model does not have is refused before that."""
+    """``name``'s layers and heads from its configuration, in a fraction of the time of loading
+    its weights: a layer or head the model does not have is refused before that."""
     source, builtin = resolve_source(name)
     config = load_config(name, source)
-    neurons = getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim", None) or \
-        getattr(config, "n_inner", None) or 4 * int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0))
-    return ModelShape(int(config.num_hidden_layers), int(config.num_attention_heads), int(neurons))
+    return ModelShape(int(config.num_hidden_layers), int(config.num_attention_heads))
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
