@@ -17,6 +17,7 @@ the bar in a room, #666666 on white is 5.7:1); and ``for_screen`` re-lays every 
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Mapping, Sequence, TypeVar
 
@@ -136,18 +137,51 @@ def for_screen(figure: T) -> T:
     return for_projector(figure)
 
 
+UPRIGHT_TITLE_CHARS = 8  # an upright title longer than this leaves a stretched chart for the line above it
+
+
+def _upright_titles_out(figure) -> list[str]:
+    """Take the long titles written upright (a y axis's, a colour bar's along its bar) and those over labels on top
+    out of ``figure``, in place, and return them as words for the line above the chart: upright, a title is as long
+    as the plot is high, and a presenter's step leaves a plot 60-150 px high ("query (attending)" and "attention
+    weight" ran off both ends); over the top labels, plotly placed it for them lying flat, and then turned them."""
+    words = []
+
+    def axis_out(axis, where: str, longer_than: int = UPRIGHT_TITLE_CHARS) -> None:
+        text = re.sub(r"<[^>]+>", " ", axis.title.text or "")
+        if len(text) > longer_than:
+            words.append(f"{' '.join(text.split())} {where}")
+            axis.title.text = None
+
+    def bar_out(bar) -> None:
+        text = re.sub(r"<[^>]+>", " ", bar.title.text or "")
+        if len(text) > UPRIGHT_TITLE_CHARS and bar.orientation != "h":
+            words.append(f"colour: {' '.join(text.split())}")
+            bar.title.text = None
+
+    figure.for_each_yaxis(lambda axis: axis_out(axis, "down the side"))
+    # over labels on top that plotly turns to fit, the title was placed for them lying flat: it sat on them
+    figure.for_each_xaxis(lambda axis: axis_out(axis, "along the top", 0), selector={"side": "top"})
+    figure.for_each_trace(lambda trace: bar_out(trace.colorbar), selector=lambda trace: "colorbar" in trace)
+    figure.for_each_coloraxis(lambda axis: bar_out(axis.colorbar))
+    return list(dict.fromkeys(words))
+
+
 def fitted(figure: T) -> tuple[T, str | None]:
     """A copy of ``figure`` without a height of its own, for ``height="stretch"``: it takes its container's height
     (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``); and its title as plain text, taken
-    out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels). A chart
+    out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels), with the
+    long upright titles the chart leaves out (``_upright_titles_out``: "query (attending) down the side"). A chart
     made of several (altair's concat and facet) keeps its own heights: its title is None (draw it at its height)."""
     if hasattr(figure, "to_plotly_json"):
-        from vizcore.plot import own_copy
+        from vizcore.plot import legend_above, own_copy
 
         fitted_figure = own_copy(figure)  # the figure may be a cached one, shared by every session
         title = re.sub(r"<[^>]+>", " ", fitted_figure.layout.title.text or "")
-        # the top margin only for what the axes need (their automargin grows it)
-        fitted_figure.update_layout(height=None, autosize=True, title_text=None, margin_t=PROJECTOR_PX)
+        # the top margin only for what the axes need (their automargin grows it), and the plot may shrink to
+        # FITTED_PLOT_PX high for them (plotly's least is 64 px: a 2-row map's upright key labels were cut instead)
+        fitted_figure.update_layout(height=None, autosize=True, title_text=None, margin_t=PROJECTOR_PX,
+                                    minreducedheight=FITTED_PLOT_PX)
         # text on bars that plotly would shrink to fit them (11 px in a short chart) is left out below the labels' size
         fitted_figure.update_layout(uniformtext={"minsize": PROJECTOR_LABEL_PX, "mode": "hide"})
         # a log axis's powers of ten: plotly draws the exponent in a superscript at 0.77 of the label (18 px)
@@ -161,12 +195,58 @@ def fitted(figure: T) -> tuple[T, str | None]:
         # the labels along x at the first angle of 0, 30 or 90 degrees at which they do not overlap (plotly measures
         # them in the browser), not at the figure's own fixed angle: a wide figure's tokens lie flat, not slanted
         fitted_figure.for_each_xaxis(lambda axis: setattr(axis, "tickangle", None))  # unset: plotly's "auto"
-        return fitted_figure, " ".join(title.split())
+        legend_above(fitted_figure)  # under a plot as short as this, a legend lay on the x axis's title
+        # subplots' titles stand over their plots, where the top margin has no room of its own for them
+        if any(note.yref == "paper" and (note.y or 0) >= 1 for note in fitted_figure.layout.annotations):
+            fitted_figure.update_layout(margin_t=2 * PROJECTOR_PX)
+        # a number axis up the side: three or four numbers (plotly's least is five, 40 px apart, whatever the height)
+        fitted_figure.for_each_yaxis(lambda axis: axis.update(nticks=3), selector=_numbers_up_the_side(fitted_figure))
+        return fitted_figure, " · ".join([" ".join(title.split()), *_upright_titles_out(fitted_figure)]).strip(" ·")
     import altair as alt
 
     if isinstance(figure, (alt.Chart, alt.LayerChart)):
         return figure.properties(height="container"), ""
-    return figure, None
+    return _lower(figure, FITTED_CONCAT_PX), None
+
+
+FITTED_PLOT_PX = 30  # the least height of a presenter's plot that makes room for its labels (two rows of a map)
+FITTED_CONCAT_PX = 170  # each plot of an altair chart made of several, in a presenter's step
+
+
+def _lower(chart, height: int):
+    """An altair chart made of several with no plot higher than ``height`` px (they keep their own heights: a
+    presenter's step at 1024 x 768 has about 300 px for a chart, and a 360-px plot lost its axis under the step)."""
+    spec = chart.to_dict()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("height"), (int, float)) and node["height"] > height:
+                node["height"] = height
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return type(chart).from_dict(spec, validate=False)
+
+
+def _numbers_up_the_side(figure):
+    """A selector of the y axes that hold numbers (not categories): the axis's type says so, or, unset, the first
+    trace on it has numbers for y."""
+    def numeric(axis) -> bool:
+        if axis.type in ("linear", "log"):
+            return axis.type == "linear" and axis.tickvals is None
+        if axis.type not in (None, "-") or axis.tickvals is not None:
+            return False
+        ref = "y" + axis.plotly_name[5:]
+        trace = next((t for t in figure.data if (getattr(t, "yaxis", None) or "y") == ref and hasattr(t, "y")), None)
+        if trace is not None and isinstance(trace.y, dict):  # numbers as plotly's typed array: dtype "f8", "i4"...
+            return trace.y.get("dtype", "")[:1] in ("f", "i", "u")
+        values = [] if trace is None or trace.y is None else list(trace.y)[:5]
+        return bool(values) and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+    return numeric
 
 
 def lazy_tabs(labels: Sequence[str], key: str, keep: Mapping[str, object] | None = None) -> Sequence:

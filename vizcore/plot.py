@@ -7,6 +7,7 @@ Axes are token *positions* with the tokens as tick labels: a sentence often repe
 from __future__ import annotations
 
 import html
+import math
 import threading
 from typing import Sequence
 
@@ -89,15 +90,31 @@ def segment_label(label: str, segment: int) -> str:
     return f"<span style='color:{SEGMENT_COLOURS[segment]}'>{text}</span>"
 
 
-def _tick_text(labels: list[str], segments: np.ndarray | None, ticks: list[int]) -> list[str]:
+def segment_labels(labels: list[str], segments: np.ndarray | None) -> list[str]:
+    """Category labels coloured by segment (``segment_label``) when ``segments`` mark a pair, else as they are: the
+    markup is the category itself, so plotly's own thinning keeps each label's colour (and hover shows it)."""
     if segments is None or not (np.asarray(segments) == 1).any():
-        return [labels[i] for i in ticks]
-    return [segment_label(labels[i], int(segments[i])) for i in ticks]
+        return labels
+    return [segment_label(label, int(segment)) for label, segment in zip(labels, segments, strict=True)]
 
 
-def colour_bar(name: str) -> dict:
-    """The legend of a continuous scale: its quantity's name over the bar."""
-    return {"title": {"text": name}, "tickfont": {"size": TICK_FONT_SIZE}}
+def token_axis(title: str, **extra) -> dict:
+    """An axis of categories (tokens, heads, layers) whose labels plotly thins to the axis's length in the browser:
+    with no tick list of ours, plotly labels every n-th category, n the smallest that gives each label 1.2 times
+    its font size (plotly.js ``prepTicks``), so the labels never pile on each other at any window size or font size
+    (a fixed list of 13 tokens piled at 20 px in a 170-px map on the projector; issue 47 A)."""
+    return {"title": {"text": title}, "type": "category", "tickmode": "auto", "tickfont": {"size": TICK_FONT_SIZE},
+            **extra}
+
+
+def colour_bar(name: str, short: bool = False) -> dict:
+    """The legend of a continuous scale: its quantity's name over the bar. ``short``: the plot is a map of one or two
+    rows, too low for a bar as high as it to hold its numbers ("20, 10, 0, -10, -20" piled on each other in a 1 x 16
+    map on the projector); the bar is 120 px high from the plot's foot up, beside the key labels above the plot."""
+    bar = {"title": {"text": name}, "tickfont": {"size": TICK_FONT_SIZE}}
+    if short:
+        bar.update(lenmode="pixels", len=120, y=0, yanchor="bottom")
+    return bar
 
 
 def cell_text(fig: go.Figure, text: Sequence[Sequence[str]], trace: int = 0, size: int = TICK_FONT_SIZE) -> go.Figure:
@@ -143,7 +160,8 @@ def attention_heatmap(
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     key_tokens = query_tokens if key_tokens is None else key_tokens
-    rows, cols = axis_labels(query_tokens), axis_labels(key_tokens)
+    rows = segment_labels(axis_labels(query_tokens), query_segments)
+    cols = segment_labels(axis_labels(key_tokens), key_segments)
     zmin, zmax = scale.zrange(matrix)
     value_name = value_name or scale.quantity
     fig = go.Figure(go.Heatmap(
@@ -151,13 +169,8 @@ def attention_heatmap(
         hovertemplate=f"query %{{y}} → key %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
         colorbar=colour_bar(value_name),
     ))
-    x_ticks, y_ticks = tick_positions(len(cols)), tick_positions(len(rows))
-    fig.update_xaxes(title="key (attended to)", type="category", tickmode="array",
-                     tickvals=[cols[i] for i in x_ticks], ticktext=_tick_text(cols, key_segments, x_ticks),
-                     tickangle=-60, tickfont={"size": TICK_FONT_SIZE}, side="top")
-    fig.update_yaxes(title="query (attending)", type="category", tickmode="array",
-                     tickvals=[rows[i] for i in y_ticks], ticktext=_tick_text(rows, query_segments, y_ticks),
-                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_layout(xaxis=token_axis("key (attended to)", side="top", tickangle=-60),
+                      yaxis=token_axis("query (attending)", autorange="reversed"))
     height = int(np.clip(26 * len(rows) + 240, 440, 1000))
     return base_layout(fig, title, height)
 
@@ -203,16 +216,16 @@ def matrix_heatmap(
     step = thinning_step(rows, cols, max_cells)
     r_idx, c_idx = np.arange(0, rows, step), np.arange(0, cols, step)
     shown = matrix[np.ix_(r_idx, c_idx)]
-    x = c_idx if col_labels is None else unique_labels(np.asarray(list(col_labels), dtype=object)[c_idx])
-    y = r_idx if row_labels is None else unique_labels(np.asarray(list(row_labels), dtype=object)[r_idx])
+    # positions are categories too (their numbers as text): plotly thins them to the axis's length, whole numbers
+    x = unique_labels(map(str, c_idx) if col_labels is None else np.asarray(list(col_labels), dtype=object)[c_idx])
+    y = unique_labels(map(str, r_idx) if row_labels is None else np.asarray(list(row_labels), dtype=object)[r_idx])
     zmin, zmax = zrange or scale.zrange(shown)
     heatmap = {
         "type": "heatmap", "z": shown.astype(np.float32), "x": x, "y": y,
         "zmin": zmin, "zmax": zmax, "colorscale": scale.colorscale,
         "hovertemplate": f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value_name} %{{z:.5g}}<extra></extra>",
-        "colorbar": colour_bar(value_name),
+        "colorbar": colour_bar(value_name, short=len(r_idx) <= 2),
     }
-    x_ticks, y_ticks = tick_positions(len(c_idx), 20), tick_positions(len(r_idx), 32)
     title = f"{title} · shape {rows} × {cols}"
     if step > 1:
         title += f" (every {_ordinal(step)} row and column drawn)"
@@ -221,12 +234,22 @@ def matrix_heatmap(
     # page draws about twenty of these a run), the constructor validates the same values once (6 ms).
     layout = {
         **base_layout_dict(title, height),
-        "xaxis": {"title": {"text": col_title}, **_matrix_ticks(x, x_ticks), "tickfont": {"size": TICK_FONT_SIZE},
-                  "side": "top", "tickangle": -60 if cols <= 40 else 0},
-        "yaxis": {"title": {"text": row_title}, **_matrix_ticks(y, y_ticks), "autorange": "reversed",
-                  "tickfont": {"size": TICK_FONT_SIZE}},
+        # a wide matrix's numbers at plotly's angle (flat where they fit): at 0 degrees they piled on a projector
+        "xaxis": token_axis(col_title, side="top", **({"tickangle": -60} if cols <= 40 else {})),
+        "yaxis": token_axis(row_title, autorange="reversed"),
     }
     return go.Figure(data=[heatmap], layout=layout)
+
+
+def shown_labels(fig: go.Figure, axis: str = "xaxis") -> list[str]:
+    """The labels an axis names, in order: its tick list's text, or (an axis of categories, ``token_axis``) the
+    categories of the first trace on it; what a test or an export reads off a figure."""
+    layout = fig.layout[axis]
+    if layout.ticktext is not None:
+        return [str(t) for t in layout.ticktext]
+    ref, letter = axis[0] + axis[5:], axis[0]
+    trace = next(t for t in fig.data if (getattr(t, f"{letter}axis", None) or letter) == ref)
+    return [str(v) for v in trace[letter]]
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
@@ -241,15 +264,6 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
         seen[label] = 0
         unique.append(label)
     return unique
-
-
-def _matrix_ticks(values, ticks: list[int]) -> dict:
-    """A matrix axis's ticks at positions ``ticks`` of its drawn ``values``: numbers (positions) or categories."""
-    if isinstance(values, np.ndarray):
-        return {"tickmode": "array", "tickvals": [int(values[i]) for i in ticks],
-                "ticktext": [str(int(values[i])) for i in ticks]}
-    return {"type": "category", "tickmode": "array", "tickvals": [values[i] for i in ticks],
-            "ticktext": [values[i] for i in ticks]}
 
 
 def _ordinal(n: int) -> str:
@@ -285,17 +299,15 @@ def layer_head_heatmap(
         cells[layer, head] = "✕"
     names = np.array([[f"layer {l + 1}, head {h + 1}" for h in range(heads)] for l in range(layers)], dtype=object)
     fig = go.Figure(go.Heatmap(
-        z=values, x=list(range(heads)), y=list(range(layers)), zmin=zmin, zmax=zmax,
+        z=values, x=[str(h + 1) for h in range(heads)], y=[str(l + 1) for l in range(layers)], zmin=zmin, zmax=zmax,
         colorscale=scale.colorscale, xgap=2, ygap=2, text=cells,
         customdata=names if hover is None else hover,
         hovertemplate=("%{customdata}" if hover is not None else
                        f"%{{customdata}}<br>{value_name} %{{z:{value_format}}}") + "<extra></extra>",
         colorbar=colour_bar(value_name),
     ))
-    fig.update_xaxes(title="head", side="top", tickmode="array", tickvals=list(range(heads)),
-                     ticktext=[str(h + 1) for h in range(heads)], tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(title=layer_title, autorange="reversed", tickmode="array", tickvals=list(range(layers)),
-                     ticktext=[str(l + 1) for l in range(layers)], tickfont={"size": TICK_FONT_SIZE})
+    # 1-based numbers as categories at 0-based positions (a shape at (head, layer) frames a cell), thinned by plotly
+    fig.update_layout(xaxis=token_axis("head", side="top"), yaxis=token_axis(layer_title, autorange="reversed"))
     base_layout(fig, title, int(np.clip(46 * layers + 200, 320, 800)))
     fig.update_layout(margin={"t": 120})
     return cell_text(fig, cells) if any(cells.ravel()) else fig
@@ -308,7 +320,8 @@ PROJECTOR_MIN_SIZE = 20  # tokens, tick labels, legends: nothing smaller
 PROJECTOR_SCALE = PROJECTOR_FONT_SIZE / FONT_SIZE
 PROJECTOR_LABEL_SIZE = 22  # axis, colour-bar and subplot titles
 PROJECTOR_MAX_TICKS = 32  # tick labels on one axis at 20 px (64 at 14 px)
-PROJECTOR_TITLE_CHARS = 60  # a chart title's line at 27 px in a 1024-px window
+PROJECTOR_TITLE_CHARS = 48  # a chart title's line at 27 px in a page's column at 1024 px (60 ran past it)
+TITLE_LINE_PX = 32  # each line a title gains pushes the plot down by this (before the margins grow by 1.5)
 PROJECTOR_MARK = "projector"  # in a re-laid figure's layout.meta (plotly) or usermeta (vega-lite): done once
 _ALTAIR_FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "symbolSize")
 
@@ -378,9 +391,11 @@ def _titled(node: dict, size: int) -> dict:
 
 
 def _wrapped(text: str, width: int = PROJECTOR_TITLE_CHARS) -> str:
-    """A title broken onto lines of at most ``width`` characters (plotly draws a title on one line and clips
-    it at the chart's edge)."""
-    if len(text) <= width or "<br>" in text:
+    """A title broken onto lines of at most ``width`` characters, each of its own lines (``<br>``) on its own (plotly
+    draws a title's line as it is and clips it at the chart's edge)."""
+    if "<br>" in text:
+        return "<br>".join(_wrapped(line, width) for line in text.split("<br>"))
+    if len(text) <= width:
         return text
     lines, line = [], ""
     for word in text.split(" "):
@@ -395,12 +410,74 @@ def _wrapped(text: str, width: int = PROJECTOR_TITLE_CHARS) -> str:
 def _thinned_axis(axis: dict) -> dict:
     axis = _titled(_with_font({**axis, "automargin": True}, "tickfont", PROJECTOR_MIN_SIZE), PROJECTOR_LABEL_SIZE)
     values, texts = axis.get("tickvals"), axis.get("ticktext")
+    if axis.get("type") == "category" and values is not None and texts is None:
+        # a list of some of the categories: plotly thins all of them to the axis's length instead (``token_axis``)
+        return {k: v for k, v in axis.items() if k not in ("tickvals", "tickmode")}
     if values is not None and len(values) > PROJECTOR_MAX_TICKS:
         step = -(-len(values) // PROJECTOR_MAX_TICKS)
         axis["tickvals"] = list(values)[::step]
         if texts is not None:
             axis["ticktext"] = list(texts)[::step]
     return axis
+
+
+def legend_above(fig: go.Figure) -> go.Figure:
+    """``fig`` (in place) with a legend laid under its plot (a row at a share of the plot's height below it) moved
+    above the plot, for a chart stretched to the room a presenter's step leaves (``ui.layout.fitted``): there 20 % of
+    a short plot's height below was the x axis's own title ("position" under "dim 0 (sin, ...)"); above the plot
+    plotly makes room for it. Not where an x axis has its labels on top, nor in a chart with its title drawn."""
+    legend = fig.layout.legend
+    top_axis = any(axis.side == "top" for axis in fig.select_xaxes())
+    if legend.orientation != "h" or legend.y is None or legend.y >= 0 or top_axis:
+        return fig
+    return fig.update_layout(legend={"y": 1.02, "yanchor": "bottom", "x": 0, "xanchor": "left", "yref": "paper"})
+
+
+def _few_ticks(bar: dict, low=None, high=None) -> dict:
+    """A colour bar with three numbers: its two ends and the middle, where the scale's range ``low``..``high`` is
+    known, else at most 3 or 4 (plotly's ``nticks``); a bar that names its own ticks as it is. Plotly's default gives
+    at least five at 40 px each whatever the bar's length, and a bar as short as a map of a few rows piled them
+    ("-0.2, -0.1, 0, 0.1, 0.2" on 60 px at 20 px); ``nticks`` alone left one number on a bar from 0.05 to 0.86."""
+    if bar.get("tickvals") is not None or bar.get("nticks"):
+        return bar
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and high > low:
+        # to two significant digits of the range, each tick at the number it shows ("0.01" where the foot is 8.8e-6,
+        # not "8.8e-06"), the ends rounded inwards (plotly draws no tick outside the bar)
+        decimals = max(0, 1 - math.floor(math.log10(high - low)))
+        scale = 10.0 ** decimals
+        ends = [math.ceil(low * scale - 1e-9) / scale, math.floor(high * scale + 1e-9) / scale]
+        values = [ends[0], round((ends[0] + ends[1]) / 2, decimals), ends[1]]
+        if bar.get("tickformat"):
+            return {**bar, "tickmode": "array", "tickvals": values}
+        texts = [f"{v:,.{decimals}f}".replace("-", "−") for v in values]
+        return {**bar, "tickmode": "array", "tickvals": values, "ticktext": ["0" if t.strip("−0.,") == "" else t
+                                                                               for t in texts]}
+    return {**bar, "nticks": 3}
+
+
+def _named_positions(layout: dict, data: list[dict]) -> None:
+    """Axes that name the positions 0, 1, ..., n-1 with a tick list of labels (bars of words, a lens's layers)
+    become axes of those labels as categories, in place: the traces on them take the labels as coordinates, and
+    plotly thins the labels to the axis's length (``token_axis``). Shapes and lines at positions stay where they
+    were (a category axis places numbers by position). Other tick lists are left alone."""
+    for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
+        axis = layout[name]
+        values, texts = axis.get("tickvals"), axis.get("ticktext")
+        if values is None or texts is None or axis.get("type") in ("log", "date", "category"):
+            continue
+        if [float(v) for v in values] != list(range(len(values))) or len(texts) != len(values):
+            continue
+        letter, ref = name[0], name[0] + name[5:]
+        on_axis = [trace for trace in data if (trace.get(f"{letter}axis") or letter) == ref]
+        coords = [trace.get(letter) for trace in on_axis]
+        if not on_axis or any(c is None or not all(float(v).is_integer() and 0 <= v < len(values)
+                                                       for v in np.asarray(c, dtype=float).ravel()) for c in coords):
+            continue
+        labels = unique_labels(texts)
+        for trace, c in zip(on_axis, coords, strict=True):
+            trace[letter] = [labels[int(v)] for v in np.asarray(c, dtype=float).ravel()]
+        layout[name] = {**{k: v for k, v in axis.items() if k not in ("tickvals", "ticktext", "tickmode")},
+                        "type": "category", "categoryorder": "array", "categoryarray": labels}
 
 
 def _plotly_for_projector(fig: go.Figure) -> go.Figure:
@@ -412,33 +489,39 @@ def _plotly_for_projector(fig: go.Figure) -> go.Figure:
     layout["meta"] = {**(meta if isinstance(meta, dict) else {}), PROJECTOR_MARK: True}
     layout["font"] = {**layout.get("font", {}), "size": PROJECTOR_FONT_SIZE}
     layout["legend"] = _with_font(layout.get("legend", {}), "font", PROJECTOR_MIN_SIZE)
+    # text on bars that plotly would shrink to fit them (13 px beside thin bars) is left out instead
+    layout.setdefault("uniformtext", {"minsize": PROJECTOR_MIN_SIZE, "mode": "hide"})
     layout["annotations"] = [_with_font(note, "font", PROJECTOR_LABEL_SIZE) for note in layout.get("annotations", [])]
     title = _titled(layout, round(FONT_SIZE * PROJECTOR_SCALE) + 3)["title"] if layout.get("title") else None
     if title is not None and title.get("text"):
         layout["title"] = {**title, "text": _wrapped(title["text"])}
+        if "<br>" in layout["title"]["text"]:  # plotly sets a title of several lines 20 px higher than its top anchor
+            layout["title"]["pad"] = {**layout["title"].get("pad", {}), "t": TITLE_LINE_PX * 3 // 4}
         lines_added = layout["title"]["text"].count("<br>") - title["text"].count("<br>")
         if layout.get("margin", {}).get("t") is not None:  # each line of the title pushes the chart down
-            layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + 32 * lines_added}
+            layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + TITLE_LINE_PX * lines_added}
+    data = [_grown_fonts(trace) for trace in spec.get("data", [])]
+    _named_positions(layout, data)
     for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
         layout[name] = _thinned_axis(layout.get(name, {}))
     for name in [k for k in layout if k.startswith("coloraxis")]:  # a colour bar shared by subplots
         if isinstance(layout[name].get("colorbar"), dict):
-            layout[name] = {**layout[name], "colorbar": _titled(
-                _with_font(layout[name]["colorbar"], "tickfont", PROJECTOR_MIN_SIZE), PROJECTOR_LABEL_SIZE)}
+            axis = layout[name]
+            layout[name] = {**axis, "colorbar": _titled(_with_font(
+                _few_ticks(axis["colorbar"], axis.get("cmin"), axis.get("cmax")), "tickfont", PROJECTOR_MIN_SIZE),
+                PROJECTOR_LABEL_SIZE)}
     if layout.get("height"):
         layout["height"] = round(layout["height"] * PROJECTOR_SCALE)
     if layout.get("margin"):
         layout["margin"] = {k: round(v * PROJECTOR_SCALE) if isinstance(v, (int, float)) and k in "lrtb" else v
                             for k, v in layout["margin"].items()}
-    data = []
-    for trace in spec.get("data", []):
-        trace = _grown_fonts(trace)
+    for i, trace in enumerate(data):
         if trace.get("text") is not None or trace.get("texttemplate"):  # bar values and cell text: a size of their own
             trace = _with_font(trace, "textfont", PROJECTOR_MIN_SIZE)
         if isinstance(trace.get("colorbar"), dict):  # a colour bar's ticks and title with sizes of their own
-            trace["colorbar"] = _titled(_with_font(trace["colorbar"], "tickfont", PROJECTOR_MIN_SIZE),
-                                        PROJECTOR_LABEL_SIZE)
-        data.append(trace)
+            ticked = _few_ticks(trace["colorbar"], trace.get("zmin"), trace.get("zmax"))
+            trace["colorbar"] = _titled(_with_font(ticked, "tickfont", PROJECTOR_MIN_SIZE), PROJECTOR_LABEL_SIZE)
+        data[i] = trace
     return go.Figure(data=data, layout=layout)
 
 

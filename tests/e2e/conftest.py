@@ -297,6 +297,74 @@ MEASURE = """() => {
 }"""
 
 
+# ---- charts that fit their labels (issue 47 A) ------------------------------------------------------------
+# Every chart's SVG text (plotly's every layer but the hover's, vega's), each label as the quadrilateral it covers
+# on screen: its text box (getBBox: the advance width and the font's em height, less 12 % of the font size above and
+# below, the line's air) through the element's screen transform, so a label at 60 or 90 degrees is its slanted box,
+# not the box around it. Two labels overlap when they cover each other by more than 1 px along every separating
+# axis (the separating-axis test of two convex quadrilaterals); a label is cut when a corner lies outside its
+# chart's drawing (plotly's first main-svg, vega's svg) or the window; small when its size on screen (the font size
+# times the transform's scale) is below ``min_px``. What it returns: per chart with a problem, its name and lists.
+CHART_LABELS = """(minPx) => {
+  // One chart's visible SVG text: plotly's (every main-svg layer but the hover's) and vega's
+  const charts = [...document.querySelectorAll('.js-plotly-plot, .vega-embed')]
+    .filter(c => c.getBoundingClientRect().width > 0);
+  const quadOf = el => {
+    const b = el.getBBox(), m = el.getScreenCTM(), px = parseFloat(getComputedStyle(el).fontSize);
+    const scale = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+    const inset = Math.min(0.12 * px / scale, b.height / 4);
+    const pts = [[b.x, b.y + inset], [b.x + b.width, b.y + inset], [b.x + b.width, b.y + b.height - inset],
+                 [b.x, b.y + b.height - inset]];
+    return {pts: pts.map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]), px: px * scale};
+  };
+  const project = (pts, [ax, ay]) => { const d = pts.map(([x, y]) => x * ax + y * ay);
+    return [Math.min(...d), Math.max(...d)]; };
+  const axes = pts => [0, 1].map(i => { const [x0, y0] = pts[i], [x1, y1] = pts[i + 1];
+    const n = Math.hypot(x1 - x0, y1 - y0) || 1; return [-(y1 - y0) / n, (x1 - x0) / n]; });
+  const depth = (p, q) => Math.min(...[...axes(p), ...axes(q)].map(ax => {
+    const [a0, a1] = project(p, ax), [b0, b1] = project(q, ax); return Math.min(a1, b1) - Math.max(a0, b0); }));
+  const out = [];
+  charts.forEach((chart, index) => {
+    const svg = chart.querySelector('svg');
+    const frame = (chart.querySelector('.main-svg') || svg || chart).getBoundingClientRect();
+    const texts = [...chart.querySelectorAll('svg text')]
+      .filter(t => !t.closest('.hoverlayer') && t.textContent.trim() && t.getClientRects().length
+                   && getComputedStyle(t).visibility !== 'hidden' && parseFloat(getComputedStyle(t).opacity) > 0
+                   && !t.closest('[opacity="0"]'))
+      .map(t => ({t, label: t.textContent.trim().slice(0, 30), ...quadOf(t)}))
+      .filter(x => x.pts.every(([a, b]) => isFinite(a) && isFinite(b)));
+    const name = `${chart.classList.contains('vega-embed') ? 'vega' : 'plotly'} ${index + 1}`
+               + ` "${(chart.querySelector('.gtitle, .role-title-text')?.textContent || '').slice(0, 30)}"`;
+    const small = texts.filter(x => x.px < minPx - 0.01).map(x => `${x.label} (${x.px.toFixed(1)} px)`);
+    const cut = texts.filter(x => x.pts.some(([a, b]) => a < frame.left - 1 || a > frame.right + 1
+        || b < frame.top - 1 || b > frame.bottom + 1 || a < -1 || a > innerWidth + 1)).map(x => x.label);
+    const over = [];
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++)
+      if (depth(texts[i].pts, texts[j].pts) > 1) over.push(`${texts[i].label} / ${texts[j].label}`);
+    if (small.length || cut.length || over.length) out.push({chart: name, texts: texts.length, small, cut, over});
+  });
+  return out;
+}"""
+
+
+def chart_label_problems(page, min_px: float = 0) -> list[str]:
+    """Every overlap, cut label and (with ``min_px``) label smaller than ``min_px`` in the page's charts, as
+    ``chart: overlap a / b`` lines; [] when every chart fits its labels."""
+    def measured() -> list[str]:
+        return [f"{chart['chart']}: {kind} {item}" for chart in page.evaluate(CHART_LABELS, min_px)
+                for kind, key in (("overlap", "over"), ("cut", "cut"), ("small", "small")) for item in chart[key]]
+
+    # plotly lays a chart out again once it has measured its labels (automargin): the same answer twice, 300 ms apart
+    last = measured()
+    for _ in range(10):
+        page.wait_for_timeout(300)
+        now = measured()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def assert_fits_the_laptop(page, name: str, restore_theme: bool = True) -> None:
     """At 1024 x 768: no control label, metric or chosen value cut to "…", no label word broken across lines ("Learnin g
     rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it);

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from tests.e2e.conftest import LAPTOP, screenshot
+from tests.e2e.conftest import LAPTOP, chart_label_problems, screenshot
 from tests.e2e.test_projector_browser import SIZES, contrast_below_7
 from vizcore.lessons.lesson import load_lessons
 
@@ -35,6 +35,16 @@ DRAWN = """() => {
 }"""
 
 LESSON_PX = 28  # the step's title, claim and question
+CHART_PX = 16  # the smallest chart text in presenter mode (issue 47 A)
+
+# Steps whose charts still overlap or cut a label in presenter mode at 1024 x 768 (issue 47 A, open: 5 of 43 steps,
+# 36 problems, from 30 steps and 1,354 problems). Each is asserted to still have a problem, so a fix takes its step
+# off this list; every other step is asserted to have none.
+CHARTS_NOT_YET_FITTING = {
+    ("positions", 3),  # four waves' legend above a plot it leaves 30 px high: its numbers meet
+    ("pretraining", 1), ("pretraining", 2),  # the masking draw's tokens in cells with their replacements
+    ("finetuning", 1), ("finetuning", 2),  # vega's title wider than its column, its foot under the step
+}
 
 # The step's own text (its title, claim and question) smaller than LESSON_PX: "text (px)".
 LESSON_TEXT = """px => [...document.querySelectorAll(
@@ -107,19 +117,24 @@ def test_a_clicker_walks_every_lesson_in_presenter_mode_and_each_step_fits_the_l
     try:
         page.goto(f"{app_url}/lessons?present=1")
         assert at(page) == COURSE[0]
-        measured = set()
+        measured, labels = set(), []
         for i, (lesson, step) in enumerate(COURSE):
             if i:
                 press(page, "PageDown", (lesson, step))  # from a lesson's last step: the next lesson's first
             assert page.locator('[data-testid="stException"]').count() == 0, (lesson, step)
             assert fits(page), (lesson, step, page.evaluate(FITS))
             assert check_beside_the_choices(page), (lesson, step, page.evaluate(QUESTION_ROW))
+            problems = chart_label_problems(page, CHART_PX)
+            if ((lesson, step) in CHARTS_NOT_YET_FITTING) != bool(problems):  # said once the walk is over: all of them
+                labels.append(f"{lesson} {step}: " + ("; ".join(problems[:4]) if problems else
+                                                      "fits its labels now: take it off CHARTS_NOT_YET_FITTING"))
             if lesson not in measured:  # each lesson's first step: the projector's sizes and contrast
                 measured.add(lesson)
                 sizes = page.evaluate(SIZES)
                 assert (sizes["small"], sizes["body"], sizes["labels"]) == ([], [], []), (lesson, sizes)
                 assert page.evaluate(LESSON_TEXT, LESSON_PX) == [], lesson
                 assert contrast_below_7(page) == [], lesson
+        assert labels == [], "\n".join(labels)
         screenshot(page, "presenter-last-step")
         page.keyboard.press("PageDown")  # the course's last step: nothing further, nothing moves
         page.wait_for_timeout(1500)

@@ -1,7 +1,8 @@
 """The projector setting (issue 30 D; ui/layout.py): every page (Lessons: see PAGES) opened by a link with
 ``?present=1`` at 1024 x 768, measured in the browser: body text at least 24 px, tick labels, legends and the
 attention view's labels at least 20 px, no visible text below 16 px, text contrast at least 7:1 (axe-core's
-``color-contrast-enhanced``, WCAG's AAA level), no sideways scroll, the sidebar folded away, and the setting kept in
+``color-contrast-enhanced``, WCAG's AAA level), no chart label overlapping another or cut
+(``chart_label_problems``), no sideways scroll, the sidebar folded away, and the setting kept in
 the link.
 
 One page per test on the session's server (``app_url``), in the test process's browser context. Screenshots:
@@ -12,7 +13,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ALLOWED_SCROLL, LAPTOP, MEASURE, axe_run, screenshot, wait_until_idle
+from tests.e2e.conftest import (
+    ALLOWED_SCROLL,
+    LAPTOP,
+    MEASURE,
+    axe_run,
+    chart_label_problems,
+    screenshot,
+    wait_until_idle,
+)
 
 # The Lessons page in the projector setting is its presenter mode: measured the same way at each lesson's first step
 # by the presenter walk (tests/e2e/test_presenter_browser.py)
@@ -20,6 +29,7 @@ PAGES = {"home": "", "attention": "attention", "step-by-step": "step-by-step",
          "positional": "positional", "fill-mask": "fill-mask", "generate": "generate", "translate": "translate",
          "finetune": "finetune", "embeddings": "embeddings", "why": "why", "corpus": "corpus"}
 BODY_PX, LABEL_PX, SMALLEST_PX = 24, 20, 16
+
 
 # Every text node the room can see (HTML and SVG: plotly's labels), with its size; the attention view's canvas
 # draws its labels at the view's own font size. Off the window to the left is the folded sidebar.
@@ -72,6 +82,7 @@ def test_every_page_in_the_projector_setting_is_large_and_strong_at_1024_x_768(c
         sizes = page.evaluate(SIZES)
         assert (sizes["small"], sizes["body"], sizes["labels"]) == ([], [], []), f"{name}: {sizes}"
         assert not sizes["sidebarShown"], "the sidebar is folded away on a projector"
+        assert chart_label_problems(page, SMALLEST_PX) == [], name  # no chart label overlapping or cut (47 A)
         assert contrast_below_7(page) == [], name
         found = page.evaluate(MEASURE)
         scrolls = [s for s in found["scrolls"] if not any(allowed in s for allowed in ALLOWED_SCROLL)]

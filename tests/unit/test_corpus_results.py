@@ -14,6 +14,7 @@ from vizcore.corpus.measures import MEASURES
 from vizcore.corpus.results import explorer_link, head_quantiles, load_results
 from vizcore.corpus.roles import head_roles
 from vizcore.errors import VizError
+from vizcore.plot import shown_labels
 
 
 def heads_frame(values: dict[tuple[int, int], dict[str, float]], sentences: int = 4) -> pd.DataFrame:
@@ -87,7 +88,7 @@ def test_role_map_puts_each_head_in_its_cell():
     fig = figures.role_map(roles)
     assert np.asarray(fig.data[0].z).tolist() == [[0, 3], [1, 4]]
     cells = next(t for t in fig.data if t.name == "cell text")  # plot.cell_text: each in black or white
-    assert cells.text[0] == "det" and list(fig.layout.yaxis.ticktext) == ["1", "2"]
+    assert cells.text[0] == "det" and shown_labels(fig, "yaxis") == ["1", "2"]
 
 
 def test_a_long_relation_is_cut_to_fit_its_cell_and_named_in_full_in_the_hover():

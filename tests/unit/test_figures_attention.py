@@ -14,7 +14,7 @@ from vizcore.attention.figures import (
 from vizcore.colours import DIVERGING
 from vizcore.corpus.figures import role_map
 from vizcore.finetune.figures import head_change_heatmap
-from vizcore.plot import attention_heatmap, axis_labels, layer_head_heatmap
+from vizcore.plot import attention_heatmap, axis_labels, layer_head_heatmap, shown_labels
 from vizcore.seq2seq.figures import alignment_accuracy_heatmap
 from vizcore.why.figures import importance_heatmap
 
@@ -47,8 +47,8 @@ def test_heatmap_carries_the_matrix_and_hover_names_query_key_weight():
 
 def test_pair_labels_are_coloured_by_segment():
     fig = attention_heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"], "t", np.array([0, 0, 1]), np.array([0, 0, 1]))
-    ticks = fig.layout.xaxis.ticktext
-    assert "#1f5fa8" in ticks[0] and "#c2410c" in ticks[2]
+    ticks = fig.data[0].x  # the categories themselves: plotly's thinning keeps each label's colour
+    assert "#1f5fa8" in ticks[0] and "#c2410c" in ticks[2] and fig.layout.xaxis.tickmode == "auto"
 
 
 def test_grid_has_one_small_trace_per_head_and_a_clickable_marker_per_head():
@@ -73,7 +73,7 @@ def test_a_layer_head_map_labels_heads_one_based_and_carries_every_value():
     trace = fig.data[0]
     np.testing.assert_array_equal(np.asarray(trace.z), values)
     assert (trace.zmin, trace.zmax) == (-0.5, 0.5) and trace.colorbar.title.text == "score"
-    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "3"] and list(fig.layout.yaxis.ticktext) == ["1", "2"]
+    assert shown_labels(fig, "xaxis") == ["1", "2", "3"] and shown_labels(fig, "yaxis") == ["1", "2"]
     assert fig.layout.yaxis.autorange == "reversed"  # layer 1 at the top
     assert trace.customdata[1][2] == "layer 2, head 3" and "score %{z:.4f}" in trace.hovertemplate
     assert trace.text[1][2] == "✕" and trace.text[0][0] == ""
@@ -120,4 +120,4 @@ def test_two_heads_of_different_lengths_are_one_above_the_other_each_with_its_la
     maps = [trace for trace in fig.data if trace.type == "heatmap"]
     assert list(maps[0].y) == long and list(maps[1].y) == short and fig.layout.yaxis2.matches is None
     assert fig.layout.yaxis2.domain[1] < fig.layout.yaxis.domain[0]  # the second below the first
-    assert fig.layout.yaxis.ticktext is not None and fig.layout.yaxis2.ticktext is not None
+    assert shown_labels(fig, "yaxis") == long and shown_labels(fig, "yaxis2") == short

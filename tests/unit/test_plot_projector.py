@@ -15,7 +15,6 @@ import pytest
 
 from vizcore.plot import (
     PROJECTOR_FONT_SIZE,
-    PROJECTOR_MAX_TICKS,
     PROJECTOR_MIN_SIZE,
     PROJECTOR_TITLE_CHARS,
     attention_heatmap,
@@ -86,7 +85,7 @@ def test_a_long_title_is_broken_onto_lines_and_the_chart_moves_down_for_them():
     figure = charts()["layer x head"]
     shown = for_projector(figure)
     lines = shown.layout.title.text.split("<br>")
-    assert len(lines) == 2 and max(map(len, lines)) <= PROJECTOR_TITLE_CHARS
+    assert len(lines) >= 2 and max(map(len, lines)) <= PROJECTOR_TITLE_CHARS
     assert " ".join(lines) == LONG_TITLE
     assert shown.layout.margin.t > round(figure.layout.margin.t * PROJECTOR_FONT_SIZE / 16)
 
@@ -102,15 +101,32 @@ def test_a_colour_bar_shared_by_subplots_gets_sizes_too():
     assert colorbar.title.font.size >= PROJECTOR_MIN_SIZE and colorbar.tickfont.size >= PROJECTOR_MIN_SIZE
 
 
-def test_at_most_32_labels_an_axis():
+def test_token_axes_leave_their_labels_to_plotly_to_thin_by_length():
+    """No tick list of ours on a token axis: plotly labels every n-th category to fit the axis's length in the
+    browser (tests/e2e measure that no two labels overlap)."""
     tokens = [f"w{i}" for i in range(100)]
     figure = attention_heatmap(np.full((100, 100), 0.01), tokens)
-    assert len(figure.layout.xaxis.tickvals) == 50  # the laptop's 64 labels at most: every 2nd
+    for axis in (for_projector(figure).layout.xaxis, for_projector(figure).layout.yaxis):
+        assert (axis.type, axis.tickmode, axis.tickvals, axis.ticktext) == ("category", "auto", None, None)
+
+
+def test_positions_named_by_a_tick_list_become_categories_on_the_projector():
+    """Bars of words at positions 0..n-1 named by ticktext: on the projector the words are the categories (plotly
+    thins them to the chart's height), each bar keeps its word and value, a line between positions stays put."""
+    words = ["the", "a", "the", "an"]
+    figure = go.Figure(go.Bar(x=[0.4, 0.3, 0.2, 0.1], y=[0, 1, 2, 3], orientation="h"))
+    figure.update_yaxes(tickmode="array", tickvals=[0, 1, 2, 3], ticktext=words, autorange="reversed")
+    figure.add_hline(y=1.5)
     shown = for_projector(figure)
-    for axis in (shown.layout.xaxis, shown.layout.yaxis):
-        assert len(axis.tickvals) <= PROJECTOR_MAX_TICKS
-        assert len(axis.ticktext) == len(axis.tickvals)
-        assert set(axis.tickvals) <= set(figure.layout.xaxis.tickvals)  # a subset of the same labels
+    assert [w.replace("\u200b", "") for w in shown.data[0].y] == words and len(set(shown.data[0].y)) == 4
+    assert list(shown.data[0].x) == [0.4, 0.3, 0.2, 0.1]
+    axis = shown.layout.yaxis
+    assert (axis.type, axis.tickvals, axis.ticktext) == ("category", None, None)
+    assert shown.layout.shapes[0].y0 == 1.5
+    assert figure.data[0].y == (0, 1, 2, 3)  # the figure itself untouched
+    other = go.Figure(go.Bar(x=[1, 2], y=[5, 7]))
+    other.update_yaxes(tickmode="array", tickvals=[5, 7], ticktext=["five", "seven"])
+    assert list(for_projector(other).layout.yaxis.ticktext) == ["five", "seven"]  # not positions 0..n-1: as it was
 
 
 def test_an_altair_chart_is_re_laid_too():
@@ -149,10 +165,24 @@ def test_a_presenters_fitted_figure_writes_its_colour_bars_titles_along_the_bars
     shared = go.Figure([go.Heatmap(z=[[0, 1]], coloraxis="coloraxis"), go.Bar(x=[1], y=[2])],
                        layout={"coloraxis": {"colorbar": {"title": {"text": "weight"}}}})
     fitted_heatmap, title = fitted(heatmap)
-    assert title == "A head" and fitted_heatmap.data[0].colorbar.title.side == "right"
+    assert fitted_heatmap.data[0].colorbar.title.side == "right"
+    # a long upright title goes to the line above the chart: a presenter's plot is too low for it
+    assert title == "A head · colour: attention weight" and fitted_heatmap.data[0].colorbar.title.text is None
     assert fitted_heatmap.layout.xaxis.tickangle is None
     assert heatmap.data[0].colorbar.title.side is None and heatmap.layout.height == 300
     assert heatmap.layout.xaxis.tickangle == -60
     fitted_shared, _ = fitted(shared)
     assert fitted_shared.layout.coloraxis.colorbar.title.side == "right"
+    assert fitted_shared.layout.coloraxis.colorbar.title.text == "weight"  # short: it stays along its bar
     assert fitted_shared.data[1].type == "bar" and shared.layout.coloraxis.colorbar.title.side is None
+
+
+@pytest.mark.parametrize("low, high", [(8.8e-6, 0.86), (-20.0, 20.0), (15.0, 32.0), (0.0, 0.0022), (0.0, 1500.0)])
+def test_a_colour_bar_on_the_projector_shows_its_ends_and_middle_each_at_the_number_it_says(low, high):
+    """Three numbers a short bar has room for at 20 px, inside the bar's range (plotly draws no tick outside it),
+    each tick at exactly the number its text says (a tick at 23.5 must not read "24")."""
+    figure = go.Figure(go.Heatmap(z=[[low, high]], zmin=low, zmax=high, colorbar={"title": {"text": "v"}}))
+    bar = for_projector(figure).data[0].colorbar
+    assert len(bar.tickvals) == 3 and low <= bar.tickvals[0] < bar.tickvals[1] < bar.tickvals[2] <= high
+    assert [float(t.replace("−", "-").replace(",", "")) for t in bar.ticktext] == list(bar.tickvals)
+    assert bar.tickvals[2] - bar.tickvals[0] >= 0.9 * (high - low)  # the ends, to two digits of the range

@@ -155,7 +155,7 @@ def test_big_heatmaps_are_thinned_and_say_so():
     assert z.size <= MAX_CELLS and "every 3rd row and column drawn" in fig.layout.title.text
     assert "shape 2048 × 1024" in fig.layout.title.text
     assert fig.data[0].z[1][1] == pytest.approx(table[3, 3], abs=1e-6)  # drawn cells keep exact values
-    assert (fig.data[0].y[1], fig.data[0].x[1]) == (3, 3)  # the hover reads the drawn cell's positions off the axes
+    assert (fig.data[0].y[1], fig.data[0].x[1]) == ("3", "3")  # the hover reads the drawn cell's positions off the axes
     assert fig.data[0].hovertemplate.startswith("position %{y}<br>dimension %{x}<br>PE %{z")
 
 
@@ -171,16 +171,16 @@ def test_small_heatmap_has_every_cell_a_legend_and_hover_values():
 def test_repeated_labels_stay_rows_of_their_own():
     fig = matrix_heatmap(np.arange(6.0).reshape(3, 2), "M", row_labels=["the", "cat", "the"], row_title="token")
     assert len(set(fig.data[0].y)) == 3 and [label.rstrip("\u200b") for label in fig.data[0].y] == ["the", "cat", "the"]
-    assert list(fig.layout.yaxis.ticktext) == list(fig.data[0].y)  # the repeat's suffix is invisible
+    assert fig.layout.yaxis.ticktext is None  # the categories are the labels: the repeat's suffix is invisible
     assert unique_labels(["a", "a", "a\u200b"]) == ["a", "a\u200b", "a\u200b\u200b"]
 
 
 def test_waves_and_scatter_figures_carry_the_data():
     table = sinusoidal_encoding(30, 8)
     waves = waves_figure(table, [0, 3])
-    assert [t.name.split(" (")[0] for t in waves.data] == ["dim 0", "dim 3"]
+    assert [t.name.split(" · ")[0] for t in waves.data] == ["dim 0", "dim 3"]
     np.testing.assert_allclose(waves.data[1].y, table[:, 3])
-    assert "wavelength 6.3" in waves.data[0].name
+    assert "λ 6.3" in waves.data[0].name
     scatter = position_scatter(np.ones((4, 2)), np.array([0.6, 0.3]), "PCA", first=1)
     assert list(scatter.data[0].text) == ["1", "2", "3", "4"] and "60.0 %" in scatter.layout.xaxis.title.text
 

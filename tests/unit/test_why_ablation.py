@@ -13,6 +13,7 @@ from vizcore.mlm.fill_mask import fill_mask
 from vizcore.model import arch as archs
 from vizcore.model.loading import load_model
 from vizcore.model.run import Capture, run
+from vizcore.plot import shown_labels
 from vizcore.why.ablation import ablate_mlm, format_heads, head_means, parse_heads
 from vizcore.why.targets import word_id
 
@@ -159,4 +160,4 @@ def test_the_head_with_and_without_the_heads_off_is_one_figure_of_two_maps_and_o
     assert np.array_equal(maps[0].z, before) and np.array_equal(maps[1].z, after)
     assert (maps[0].zmin, maps[0].zmax) == (maps[1].zmin, maps[1].zmax) == (0.0, 1.0)  # one scale for both
     assert fig.layout.xaxis.title.text == "key · every head" and fig.layout.xaxis2.title.text == "key · heads off"
-    assert fig.layout.yaxis2.matches == "y" and list(fig.layout.yaxis.ticktext)[2] == "cat"
+    assert fig.layout.yaxis2.matches == "y" and shown_labels(fig, "yaxis")[2] == "cat"

@@ -16,6 +16,7 @@ from vizcore.finetune.datasets import LabelledTexts, TrainTestData
 from vizcore.finetune.training import FinetuneConfig, train_classifier
 from vizcore.model.loading import LoadedModel, load_model
 from vizcore.model.run import HeadAblation, hooks, intervention_hooks
+from vizcore.plot import shown_labels
 from vizcore.why import heldout
 from vizcore.why import importance as imp
 from vizcore.why.figures import importance_heatmap, importance_ranks, pruning_lines, rank_scatter
@@ -363,7 +364,7 @@ def test_figures_label_heads_one_based_and_carry_values_and_ranks():
     assert importance_ranks(values).tolist() == [[1, 5, 3], [4, 2, 6]]
     figure = importance_heatmap(values, "t", "drop", diverging=True)
     heatmap = figure.data[0]
-    assert list(figure.layout.yaxis.ticktext) == ["1", "2"] and list(figure.layout.xaxis.ticktext) == ["1", "2", "3"]
+    assert shown_labels(figure, "yaxis") == ["1", "2"] and shown_labels(figure, "xaxis") == ["1", "2", "3"]
     assert "layer 2, head 3" in heatmap.customdata[1][2] and "-0.4" in heatmap.customdata[1][2]
     assert "rank 6 of 6" in heatmap.customdata[1][2]
     assert heatmap.zmin == -0.5 and heatmap.zmax == 0.5 and heatmap.colorbar.title.text == "drop"

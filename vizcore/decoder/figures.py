@@ -21,7 +21,7 @@ from vizcore.decoder.steps import Candidates, Lens
 from vizcore.mlm.figures import compact_layout, final_word_curve, logit_lens_heatmap, mask_attention_heatmap, percent
 from vizcore.mlm.figures import plain as markup_safe
 from vizcore.mlm.fill_mask import LogitLens
-from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, axis_labels, colour_bar, tick_positions
+from vizcore.plot import FONT_SIZE, TICK_FONT_SIZE, axis_labels, colour_bar, token_axis, unique_labels
 
 PLAIN_COLOUR = "#9e9e9e"  # the model's own distribution
 SHAPED_COLOUR = "#1f5fa8"  # after the controls
@@ -64,9 +64,9 @@ def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
     """Per candidate (rows, best first): grey = the model's probability, blue = after the controls (0 when
     cut), the drawn token orange; a red line between the last kept and the first cut candidate."""
     table = candidates_table(c)
-    rows = list(range(len(table)))
     drawn = table["drawn"].to_numpy()
-    labels = [f"<b>{shown(t)}</b>" if d else shown(t) for t, d in zip(c.tokens, drawn)]
+    # the words are the rows' categories: plotly thins their labels to the chart's height (``token_axis``)
+    rows = unique_labels([f"<b>{shown(t)}</b>" if d else shown(t) for t, d in zip(c.tokens, drawn)])
     hover = "%{customdata[0]}<br>%{fullData.name}: %{x:.4f}<br>token id %{customdata[1]}<extra></extra>"
     customdata = np.stack([[shown(t) for t in c.tokens], table["token id"]], axis=1)
     fig = go.Figure([
@@ -82,19 +82,16 @@ def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
                                                             "font": {"size": TICK_FONT_SIZE}})
     fig.update_xaxes(title="probability", range=[0, top * 1.3], tickvals=probability_ticks(top), tickformat=".0%",
                      tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(tickmode="array", tickvals=rows, ticktext=labels, autorange="reversed",
-                     tickfont={"size": FONT_SIZE})
+    fig.update_layout(yaxis=token_axis("", autorange="reversed", tickfont={"size": FONT_SIZE}))
     if c.kept < len(rows):
         fig.add_hline(y=c.kept - 0.5, line={"color": CUT_COLOUR, "width": 3, "dash": "dash"},
                       annotation={"text": f"cut-off · {cut_description(settings, c.kept)}", "font":
                                   {"size": TICK_FONT_SIZE, "color": CUT_COLOUR}},
                       annotation_position="bottom right")
-    else:  # the cut lies beyond the bars shown: say where
+    else:  # the cut lies beyond the bars shown: said under the title (inside the plot it lay on the last word)
         cut = settings.top_k or settings.top_p < 1
-        fig.add_annotation(text=f"{cut_description(settings, c.kept)}, the cut-off lies below these {len(rows)}"
-                           if cut else f"nothing cut: all {c.kept:,} tokens kept",
-                           xref="paper", yref="paper", x=1, y=0.02, xanchor="right", showarrow=False,
-                           font={"size": TICK_FONT_SIZE, "color": CUT_COLOUR})
+        title += (f"<br>{cut_description(settings, c.kept)}, the cut-off lies below these {len(rows)}"
+                  if cut else f"<br>nothing cut: all {c.kept:,} tokens kept")
     height = int(np.clip(34 * len(rows) + 170, 300, 1000))
     return compact_layout(fig, title, height=height, top=110)
 
@@ -132,11 +129,8 @@ def causal_mask_heatmap(matrix: np.ndarray, tokens: list[str], title: str) -> go
     ])
     fig.add_shape(type="rect", x0=-0.5, x1=count - 0.5, y0=count - 1.5, y1=count - 0.5,
                   line={"color": DRAWN_COLOUR, "width": 3})
-    ticks = tick_positions(count)
-    fig.update_xaxes(title="key (attended to)", type="category", tickmode="array", tickvals=[labels[i] for i in ticks],
-                     tickangle=-60, side="top", tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(title="query (attending)", type="category", tickmode="array", tickvals=[labels[i] for i in ticks],
-                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_layout(xaxis=token_axis("key (attended to)", tickangle=-60, side="top"),
+                      yaxis=token_axis("query (attending)", autorange="reversed"))
     return compact_layout(fig, title, height=int(np.clip(30 * count + 260, 420, 1000)), top=170)
 
 

@@ -157,7 +157,7 @@ def tiny_accuracy_curve(steps: list[dict], total_steps: int) -> alt.VConcatChart
         y=alt.Y("value:Q", title="held-out accuracy", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".1%")],
-    ).properties(height=240, width="container", title="Held-out accuracy (512 random sequences)")
+    ).properties(height=240, width="container", title="Held-out accuracy, 512 sequences")
     # A single chart in Streamlit's stretch mode is fitted with its legend into a short box; the
     # one-panel vconcat keeps the plot itself 240 px high, like the fine-tuning curves.
     return alt.vconcat(chart).configure_axis(
@@ -169,8 +169,9 @@ def tiny_attention_grid(maps: np.ndarray, digits: np.ndarray, step: int) -> go.F
     """Every head of every layer, ``maps`` [layer, head, query, key], on one input; rows are layers."""
     layers, heads, length, _ = maps.shape
     labels = [f"{i}:{d}" for i, d in enumerate(digits.tolist())]
+    # short titles over small maps ("layer 1, head 2" ran into its neighbour's on a projector); the title says them
     fig = make_subplots(rows=layers, cols=heads, horizontal_spacing=0.03, vertical_spacing=0.16,
-                        subplot_titles=[f"layer {l + 1}, head {h + 1}" for l in range(layers) for h in range(heads)])
+                        subplot_titles=[f"L{l + 1} H{h + 1}" for l in range(layers) for h in range(heads)])
     for layer in range(layers):
         for head in range(heads):
             fig.add_trace(go.Heatmap(
@@ -183,8 +184,10 @@ def tiny_attention_grid(maps: np.ndarray, digits: np.ndarray, step: int) -> go.F
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
     for column in range(2, heads + 1):  # one set of row labels per layer, at the left
         fig.update_yaxes(showticklabels=False, col=column)
+    for row in range(1, layers):  # one set of key labels, under the last layer (above, they met the next titles)
+        fig.update_xaxes(showticklabels=False, row=row)
     fig.update_annotations(font_size=FONT_SIZE - 1)
-    base_layout(fig, f"Attention on {' '.join(map(str, digits.tolist()))} at step {step}",
+    base_layout(fig, f"Attention on {' '.join(map(str, digits.tolist()))} at step {step} (L layer, H head)",
                 height=80 + 300 * layers)
     fig.update_layout(margin={"t": 90})
     return fig

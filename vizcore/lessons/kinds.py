@@ -86,12 +86,13 @@ QUERY_PARTS = {"scores": "q·k", "scaled": "q·k / √d_k", "weights": "softmax:
 
 def query_steps(source: Source, text: str, params: Mapping) -> View:
     from vizcore.inside.steps import layer_steps
-    from vizcore.plot import matrix_heatmap
+    from vizcore.plot import axis_labels, matrix_heatmap
 
     loaded, run = source.model(), source.run(text, hidden=True)
     layer, head = _layer_head((loaded.num_layers, loaded.num_heads), params)
     steps = layer_steps(loaded, run, layer, head)
     q, labels, d_k = query_position(run.tokens, params), _labels(run.tokens), steps.q.shape[1]
+    keys = axis_labels(run.tokens)  # the tokens alone along the top: "2: animal" turned upright took a projector's room
     rows = {"scores": steps.scores[q], "scaled": steps.scaled[q], "weights": steps.weights[q]}
     shown = _one_of(params, "show", QUERY_PARTS)
     where = f"layer {layer + 1}, head {head + 1}, query {labels[q]}"
@@ -106,10 +107,10 @@ def query_steps(source: Source, text: str, params: Mapping) -> View:
         names = [n for n in list(QUERY_PARTS)[: list(QUERY_PARTS).index(shown) + 1] if n != "weights"]
         figures = [matrix_heatmap(np.stack([rows[n] for n in names]), f"Query {labels[q]} against every key, "
                                   f"layer {layer + 1}, head {head + 1}", row_labels=[QUERY_PARTS[n] for n in names],
-                                  col_labels=labels, row_title="step", col_title="key", value_name="score")]
+                                  col_labels=keys, row_title="step", col_title="key", value_name="score")]
         if shown == "weights":
             figures.append(matrix_heatmap(rows["weights"], f"softmax: {labels[q]}'s attention weights",
-                                          row_labels=[labels[q]], col_labels=labels, row_title="query",
+                                          row_labels=[labels[q]], col_labels=keys, row_title="query",
                                           col_title="key", value_name="weight", scale=ATTENTION))
     norms = np.linalg.norm(contributions, axis=1)
     return View(

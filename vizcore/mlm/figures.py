@@ -26,6 +26,7 @@ from vizcore.plot import (
     display_tokens,
     set_layout,
     tick_positions,
+    token_axis,
 )
 
 BAR_COLOUR = "#1f77b4"
@@ -362,17 +363,18 @@ def cls_share_heatmaps(result: NextSentence, title: str) -> go.Figure:
     """Three layer x head grids: how much of each head's [CLS] row falls on A, on B, on the specials
     (the three sum to 1 per head). One colour scale, 0 to 100 %."""
     layers, heads = result.share["A"].shape
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[f"on {PART_STYLE[p][0]}" for p in PART_STYLE])
+    # short titles over narrow maps (a third of a projector's column: "on sentence A" ran into "on sentence B")
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.05,
+                        subplot_titles=["on A", "on B", "special"])
     for column, part in enumerate(PART_STYLE, start=1):
         fig.add_trace(go.Heatmap(
-            z=result.share[part].numpy(), x=list(range(1, heads + 1)), y=list(range(1, layers + 1)),
+            z=result.share[part].numpy(), x=[str(h) for h in range(1, heads + 1)],
+            y=[str(l) for l in range(1, layers + 1)],
             coloraxis="coloraxis", xgap=1, ygap=1,
             hovertemplate=f"layer %{{y}}, head %{{x}}<br>[CLS] → {PART_STYLE[part][0]}: %{{z:.1%}}<extra></extra>",
         ), row=1, col=column)
-        fig.update_xaxes(title="head", dtick=1 if heads <= 12 else 2, tickfont={"size": TICK_FONT_SIZE},
-                         row=1, col=column)
-    fig.update_yaxes(title="layer", autorange="reversed", dtick=1, tickfont={"size": TICK_FONT_SIZE}, col=1)
+        fig.update_xaxes(token_axis("head"), row=1, col=column)  # numbers as categories: plotly thins them
+    fig.update_yaxes(token_axis("layer", autorange="reversed"), col=1)
     fig.update_yaxes(autorange="reversed")
     cmin, cmax = ATTENTION.zrange()
     fig.update_layout(coloraxis={"colorscale": ATTENTION.colorscale, "cmin": cmin, "cmax": cmax,
