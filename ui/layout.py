@@ -189,9 +189,9 @@ def fitted(figure: T) -> tuple[T, str | None]:
         fitted_figure.update_yaxes(exponentformat="e", selector={"type": "log"})
         # a colour bar's title along its bar, not above it: written across, "attention weight" at 22 px took the
         # width of a heatmap of 13 tokens (a presenter's step at 1024 px shows two figures side by side)
-        fitted_figure.for_each_trace(lambda trace: trace.update(colorbar_title_side="right"),
+        fitted_figure.for_each_trace(lambda trace: _ends_only(trace.update(colorbar_title_side="right").colorbar),
                                      selector=lambda trace: "colorbar" in trace)
-        fitted_figure.for_each_coloraxis(lambda axis: axis.update(colorbar_title_side="right"))
+        fitted_figure.for_each_coloraxis(lambda axis: _ends_only(axis.update(colorbar_title_side="right").colorbar))
         # the labels along x at the first angle of 0, 30 or 90 degrees at which they do not overlap (plotly measures
         # them in the browser), not at the figure's own fixed angle: a wide figure's tokens lie flat, not slanted
         fitted_figure.for_each_xaxis(lambda axis: setattr(axis, "tickangle", None))  # unset: plotly's "auto"
@@ -230,6 +230,15 @@ def _lower(chart, height: int):
 
     walk(spec)
     return type(chart).from_dict(spec, validate=False)
+
+
+def _ends_only(bar) -> None:
+    """A colour bar's three numbers (``vizcore.plot``'s projector bar: ends and middle) cut to its two ends, in place:
+    a presenter's plot can be 50 px high, too low for three at 20 px ("0", "0.5", "1.0" met at 1280 x 720)."""
+    if bar.tickvals is not None and len(bar.tickvals) == 3 and bar.lenmode != "pixels":
+        bar.tickvals = [bar.tickvals[0], bar.tickvals[2]]
+        if bar.ticktext is not None and len(bar.ticktext) == 3:
+            bar.ticktext = [bar.ticktext[0], bar.ticktext[2]]
 
 
 def _numbers_up_the_side(figure):

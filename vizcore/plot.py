@@ -449,9 +449,9 @@ def _few_ticks(bar: dict, low=None, high=None) -> dict:
         values = [ends[0], round((ends[0] + ends[1]) / 2, decimals), ends[1]]
         if bar.get("tickformat"):
             return {**bar, "tickmode": "array", "tickvals": values}
-        texts = [f"{v:,.{decimals}f}".replace("-", "−") for v in values]
-        return {**bar, "tickmode": "array", "tickvals": values, "ticktext": ["0" if t.strip("−0.,") == "" else t
-                                                                               for t in texts]}
+        texts = [f"{v:,.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{v:,.0f}" for v in values]
+        return {**bar, "tickmode": "array", "tickvals": values,
+                "ticktext": ["0" if t.strip("-0.,") == "" else t.replace("-", "−") for t in texts]}
     return {**bar, "nticks": 3}
 
 

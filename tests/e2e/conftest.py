@@ -354,7 +354,10 @@ def chart_label_problems(page, min_px: float = 0) -> list[str]:
         return [f"{chart['chart']}: {kind} {item}" for chart in page.evaluate(CHART_LABELS, min_px)
                 for kind, key in (("overlap", "over"), ("cut", "cut"), ("small", "small")) for item in chart[key]]
 
-    # plotly lays a chart out again once it has measured its labels (automargin): the same answer twice, 300 ms apart
+    # plotly lays a chart out again once it has measured its labels (automargin), on a timer: the page's DOM still for
+    # 600 ms first (on a loaded machine two equal readings 300 ms apart came before the second layout had begun),
+    # then the same answer twice, 300 ms apart
+    wait_until_idle(page, quiet_ms=600)
     last = measured()
     for _ in range(10):
         page.wait_for_timeout(300)
@@ -367,7 +370,8 @@ def chart_label_problems(page, min_px: float = 0) -> list[str]:
 
 def assert_fits_the_laptop(page, name: str, restore_theme: bool = True) -> None:
     """At 1024 x 768: no control label, metric or chosen value cut to "…", no label word broken across lines ("Learnin g
-    rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it);
+    rate"), no sideways scroll hidden in the page, no chart title wider than its chart (plotly's SVG clips it), no
+    chart label overlapping another or cut (``chart_label_problems``);
     and no WCAG 2.2 AA violation axe-core finds, in the light theme or the dark one
     (``assert_accessible_in_both_themes``).
     Screenshot: artifacts/screenshots/laptop-<name>.png."""
@@ -377,6 +381,8 @@ def assert_fits_the_laptop(page, name: str, restore_theme: bool = True) -> None:
     scrolls = [s for s in found["scrolls"] if not any(allowed in s for allowed in ALLOWED_SCROLL)]
     shown = (found["cut"], found["broken"], scrolls, found["clipped"])
     assert shown == ([], [], [], []), f"{name} at 1024 x 768: {found}"
+    problems = chart_label_problems(page)
+    assert problems == [], f"{name} at 1024 x 768, a chart's labels overlap or are cut: {problems[:8]}"
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name}: the page scrolls"
     assert_accessible_in_both_themes(page, name, restore=restore_theme)
 

@@ -23,6 +23,7 @@ from vizcore.decoder.sampling import Settings
 from vizcore.decoder.steps import candidates, step_view
 from vizcore.decoder.vocabulary import banned_tokens
 from vizcore.model.loading import load_model
+from vizcore.plot import shown_labels
 
 PROMPT = "She opened the"
 
@@ -76,7 +77,7 @@ def test_the_new_tokens_attention_rows_are_heads_or_layers(gpt2):
     np.testing.assert_allclose(np.array(heads.data[0].z), view.attention[1, :, -1, :], atol=1e-7)
     layers = new_token_attention(view.newest_attention, view.tokens, None, "Layers")
     np.testing.assert_allclose(np.array(layers.data[0].z), view.attention[:, :, -1, :].mean(1), atol=1e-6)
-    assert list(layers.layout.yaxis.ticktext) == ["layer 1", "layer 2"]
+    assert shown_labels(layers, "yaxis") == ["layer 1", "layer 2"]
 
 
 def test_the_lens_figures_end_at_the_models_distribution(gpt2):

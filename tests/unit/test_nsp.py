@@ -112,8 +112,9 @@ def test_figures_show_the_results_numbers(pretraining):
     assert "%{z:.1%}" in heatmaps.data[0].hovertemplate
     bars = cls_attention_bars(result, 2, 1, "one head")
     shown = np.zeros(len(result.tokens))
+    order = list(bars.layout.xaxis.categoryarray)  # the tokens as categories, in reading order
     for trace in bars.data:
-        shown[list(trace.x)] = trace.y
+        shown[[order.index(x) for x in trace.x]] = trace.y
     np.testing.assert_allclose(shown, result.cls_attention[2, 1].numpy())
     table = cls_share_table(result)
     assert len(table) == 3 * TINY["heads"] * 3 and table["layer"].min() == 1 and table["head"].max() == TINY["heads"]

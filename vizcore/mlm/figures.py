@@ -25,8 +25,8 @@ from vizcore.plot import (
     colour_bar,
     display_tokens,
     set_layout,
-    tick_positions,
     token_axis,
+    unique_labels,
 )
 
 BAR_COLOUR = "#1f77b4"
@@ -232,16 +232,13 @@ def mask_attention_heatmap(matrix: np.ndarray, row_labels: list[str], tokens: li
     keys = [plain(k) for k in display_tokens(tokens)]
     hover = np.array([[f"{row_labels[r]} → {k}: {keys[k]}" for k in range(len(keys))]
                       for r in range(len(row_labels))], dtype=object)
-    fig = go.Figure(go.Heatmap(
-        z=matrix, x=list(range(len(keys))), y=list(range(len(row_labels))), customdata=hover,
+    fig = go.Figure(go.Heatmap(  # keys and rows as categories: plotly thins their labels to the chart's size
+        z=matrix, x=unique_labels(keys), y=unique_labels(row_labels), customdata=hover,
         hovertemplate="%{customdata}<br>weight %{z:.4f}<extra></extra>", colorscale=ATTENTION.colorscale,
         zmin=zmin, zmax=zmax, colorbar=colour_bar(ATTENTION.quantity),
     ))
-    ticks = tick_positions(len(keys))
-    fig.update_xaxes(title="key (attended to)", tickmode="array", tickvals=ticks, ticktext=[keys[i] for i in ticks],
-                     tickangle=-60, side="top", tickfont={"size": TICK_FONT_SIZE})
-    fig.update_yaxes(title=row_title, tickmode="array", tickvals=list(range(len(row_labels))), ticktext=row_labels,
-                     autorange="reversed", tickfont={"size": TICK_FONT_SIZE})
+    fig.update_layout(xaxis=token_axis("key (attended to)", tickangle=-60, side="top"),
+                      yaxis=token_axis(row_title, autorange="reversed"))
     return compact_layout(fig, title, height=int(np.clip(30 * len(row_labels) + 230, 360, 900)), top=160)
 
 
@@ -275,8 +272,9 @@ def masking_strip(draw: MaskingDraw, title: str) -> go.Figure:
     fig = go.Figure(go.Heatmap(z=z, text=text, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
                                colorscale=scale, zmin=0, zmax=len(order) - 1, showscale=False, xgap=3, ygap=3))
     cell_text(fig, text, size=FONT_SIZE)
-    for code in order:  # a legend entry per kind (the heatmap itself has none)
+    for code in order:  # a legend entry per kind (the heatmap itself has none), the mask as the model writes it
         name, colour = KIND_STYLE[code]
+        name = name.replace("[MASK]", plain(draw.mask_token))
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
                                  marker={"symbol": "square", "size": 16, "color": colour,
                                          "line": {"color": "#555", "width": 1}}))
@@ -294,7 +292,7 @@ def rates_table(rates: MaskingRates) -> pd.DataFrame:
 def rates_bars(rates: MaskingRates, title: str) -> go.Figure:
     """Measured shares (with ±2 standard errors) beside BERT's targets."""
     table = rates_table(rates)
-    labels = ["selected", "→ [MASK]", "→ random", "→ unchanged"]
+    labels = ["selected", f"→ {plain(rates.mask_token)}", "→ random", "→ unchanged"]
     fig = go.Figure([
         go.Bar(name="measured", x=labels, y=table["measured"], marker_color=BAR_COLOUR,
                error_y={"type": "data", "array": 2 * table["std_error"], "visible": True},
@@ -328,7 +326,9 @@ def is_next_gauge(probability: float, title: str) -> go.Figure:
         # the arc inside the figure's width and its ticks without a suffix (the number has it): the end labels are
         # drawn outside the arc, and "100 %" was cut at the figure's edge (at 1024 x 768, on the laptop and more so
         # at the projector's tick size)
-        domain={"x": [0.08, 0.92], "y": [0.1, 1.0]},
+        # room under the arc for the two answers' names and over it for its title, at a share of any height (a
+        # presenter's chart 200 px high put "← NotNext" on the 0 and the title off the top)
+        domain={"x": [0.12, 0.88], "y": [0.2, 0.86]},
         # no size: plotly fits the number inside the arc; 64 px was wider than the gauge in half of a 1024 px page
         number={"suffix": " %", "valueformat": ".1f", "font": {"color": colour}},
         title={"text": "P(IsNext): B follows A", "font": {"size": FONT_SIZE}},
@@ -337,9 +337,9 @@ def is_next_gauge(probability: float, title: str) -> go.Figure:
                "steps": [{"range": [0, 50], "color": "#fbe3d6"}, {"range": [50, 100], "color": "#d5f0e6"}],
                "threshold": {"line": {"color": "#333", "width": 3}, "thickness": 0.9, "value": 50}},
     ))
-    fig.add_annotation(x=0.02, y=0.02, xref="paper", yref="paper", showarrow=False, text="← NotNext",
+    fig.add_annotation(x=0.02, y=0, xref="paper", yref="paper", yanchor="bottom", showarrow=False, text="← NotNext",
                        font={"size": FONT_SIZE, "color": NOT_NEXT_COLOUR})
-    fig.add_annotation(x=0.98, y=0.02, xref="paper", yref="paper", showarrow=False, text="IsNext →",
+    fig.add_annotation(x=0.98, y=0, xref="paper", yref="paper", yanchor="bottom", showarrow=False, text="IsNext →",
                        font={"size": FONT_SIZE, "color": IS_NEXT_COLOUR})
     return compact_layout(fig, title, height=340, top=60)
 
@@ -389,15 +389,16 @@ def cls_attention_bars(result: NextSentence, layer: int, head: int, title: str) 
     labels = [plain(t) for t in display_tokens(result.tokens)]
     parts = result.parts
     fig = go.Figure()
+    names = unique_labels(labels)  # the tokens as categories, in reading order: plotly thins their labels
     for part, (name, colour) in PART_STYLE.items():
         where = [i for i, p in enumerate(parts) if p == part]
         fig.add_trace(go.Bar(
-            x=where, y=weights[where], name=name, marker={"color": colour, "pattern": {"shape": PART_PATTERNS[part]}},
-            customdata=[labels[i] for i in where],
-            hovertemplate="%{x}: %{customdata}<br>weight %{y:.4f}<extra>" + name + "</extra>"))
-    ticks = tick_positions(len(labels))
-    fig.update_xaxes(title="token [CLS] attends to", tickmode="array", tickvals=ticks,
-                     ticktext=[labels[i] for i in ticks], tickangle=-60, tickfont={"size": TICK_FONT_SIZE})
+            x=[names[i] for i in where], y=weights[where], name=name,
+            marker={"color": colour, "pattern": {"shape": PART_PATTERNS[part]}},
+            customdata=[f"{i}: {labels[i]}" for i in where],
+            hovertemplate="%{customdata}<br>weight %{y:.4f}<extra>" + name + "</extra>"))
+    fig.update_layout(xaxis=token_axis("token [CLS] attends to", tickangle=-60, categoryorder="array",
+                                       categoryarray=names))
     top = float(weights.max(initial=0.0)) or 1.0
     fig.update_yaxes(title="attention weight", range=[0, min(1.0, top * 1.15)], tickfont={"size": TICK_FONT_SIZE})
     fig.update_layout(bargap=0.15, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom",

@@ -32,10 +32,12 @@ class MaskingDraw:
     shown: list[str]  # what the model is given instead
     kinds: np.ndarray  # int [T]: vizcore.mlm.masking NOT_SELECTED / MASKED / RANDOM / UNCHANGED
     special: np.ndarray  # bool [T]
+    mask_token: str = "[MASK]"  # as the model's tokenizer writes it (MPNet's is <mask>)
 
     @property
     def kind_names(self) -> list[str]:
-        return ["special (never selected)" if s else KIND_NAMES[int(k)] for k, s in zip(self.kinds, self.special)]
+        names = {**KIND_NAMES, MASKED: self.mask_token}
+        return ["special (never selected)" if s else names[int(k)] for k, s in zip(self.kinds, self.special)]
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,14 @@ class MaskingRates:
     randomised: int
     unchanged: int
     rule: MaskingRule
+    mask_token: str = "[MASK]"  # as the model's tokenizer writes it (MPNet's is <mask>)
 
     def rows(self) -> list[dict]:
         """Measured share, target, standard error and counts, one row per quantity."""
         r = self.rule
         keep = round(1 - r.mask_fraction - r.random_fraction, 10)  # 0.1, not 0.09999999999999995
         spec = [("selected for prediction (of ordinary tokens)", self.selected, self.eligible, r.rate),
-                ("→ replaced by [MASK] (of selected)", self.masked, self.selected, r.mask_fraction),
+                (f"→ replaced by {self.mask_token} (of selected)", self.masked, self.selected, r.mask_fraction),
                 ("→ replaced by a random token (of selected)", self.randomised, self.selected, r.random_fraction),
                 ("→ left unchanged (of selected)", self.unchanged, self.selected, keep)]
         return [{"what": what, "measured": count / total if total else float("nan"), "target": target,
@@ -85,7 +88,7 @@ def draw_masking(tokenizer: PreTrainedTokenizerBase, text: str, seed: int,
     inputs, _, kinds = mask_tokens(ids, special, tokenizer.mask_token_id, replacement, generator, rule)
     return MaskingDraw(seed=int(seed), tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
                        shown=tokenizer.convert_ids_to_tokens(inputs[0].tolist()),
-                       kinds=kinds[0].numpy(), special=special[0].numpy())
+                       kinds=kinds[0].numpy(), special=special[0].numpy(), mask_token=str(tokenizer.mask_token))
 
 
 def measure_rates(tokenizer: PreTrainedTokenizerBase, text: str, draws: int = 2000, seed: int = 0,
@@ -101,4 +104,5 @@ def measure_rates(tokenizer: PreTrainedTokenizerBase, text: str, draws: int = 20
     counted = kinds[~special_batch]
     return MaskingRates(draws=draws, eligible=int(counted.numel()), selected=int((counted != 0).sum()),
                         masked=int((counted == MASKED).sum()), randomised=int((counted == RANDOM).sum()),
-                        unchanged=int((counted == UNCHANGED).sum()), rule=rule)
+                        unchanged=int((counted == UNCHANGED).sum()), rule=rule,
+                        mask_token=str(tokenizer.mask_token))
