@@ -92,10 +92,11 @@ def test_the_head_steppers_pick_the_cls_row_shown(app):
     figure = chart(app, "fill_mask.nsp_bars")
     assert "layer 2, head 5" in figure["layout"]["title"]["text"]
     result = next_sentence(get_model(NSP_MODEL, "auto", "nsp"), *EXAMPLES[0][:2])
-    shown = {}
+    shown = {}  # token (a category, in reading order) -> weight
     for trace in figure["data"]:
         shown.update(zip(decode_plotly(trace["x"]).tolist(), decode_plotly(trace["y"]).tolist()))
-    assert [shown[i] for i in range(len(result.tokens))] == pytest.approx(
+    order = figure["layout"]["xaxis"]["categoryarray"]
+    assert [shown[token] for token in order] == pytest.approx(
         result.cls_attention[1, 4].tolist(), abs=1e-6)
 
 

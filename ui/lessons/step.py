@@ -18,7 +18,7 @@ from ui.state import presenting
 from vizcore.errors import VizError
 from vizcore.lessons.answers import ANSWERS, Answer
 from vizcore.lessons.kinds import KINDS, query_position
-from vizcore.lessons.lesson import Lesson, Step
+from vizcore.lessons.lesson import Lesson, Step, in_model_terms
 from vizcore.lessons.view import View
 from vizcore.plot import own_copy
 
@@ -106,7 +106,20 @@ def _chart(figure, key: str, height: str) -> None:
         st.altair_chart(for_screen(figure), key=key, height=height)
 
 
-def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) -> Answer | None:
+def _model_terms(model: str, device: str):
+    """``in_model_terms`` for the model on screen: its own names for BERT's [CLS] and [SEP] (no change when its
+    tokenizer cannot be read: the step still draws)."""
+    from ui.state import get_model
+
+    loaded = or_none(get_model, model, device)
+    tokenizer = getattr(loaded, "tokenizer", None)
+    cls_token = getattr(tokenizer, "cls_token", None) or getattr(tokenizer, "bos_token", None)
+    sep_token = getattr(tokenizer, "sep_token", None) or getattr(tokenizer, "eos_token", None)
+    return lambda words: in_model_terms(words, cls_token, sep_token)
+
+
+def _question(lesson: Lesson, number: int, step: Step, view: View, text: str, terms=lambda words: words
+              ) -> Answer | None:
     """The question, its choices and *Check*; a checked answer also goes to the class this session follows."""
     question = step.question
     try:
@@ -118,7 +131,8 @@ def _question(lesson: Lesson, number: int, step: Step, view: View, text: str) ->
         st.subheader("Predict, then check")
     where = (lesson.id, number, text)
     with st.container(horizontal=presenting(), vertical_alignment="bottom", key=f"{PAGE}-question"):
-        choice = st.radio(question.text, answer.choices, index=None, key=f"{PAGE}.choice.{lesson.id}.{number}",
+        label = re.sub(r"([<>])", r"\\\1", terms(question.text))  # "</s>" shown as itself, not as markup
+        choice = st.radio(label, answer.choices, index=None, key=f"{PAGE}.choice.{lesson.id}.{number}",
                           horizontal=presenting())
         if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
             st.session_state[KEY_CHECKED] = (*where, choice)
@@ -138,22 +152,23 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
     screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left.
     Returns the step's question's answer (its choices: a teacher's chart of the class's answers), None without."""
     step = lesson.steps[number - 1]
+    terms = _model_terms(model, device)
     if presenting():
         with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-heading"):
-            st.title(f"{number}. {step.title}")
+            st.title(f"{number}. {plain(terms(step.title))}")
             st.caption(f"{plain(lesson.title)} · {number} / {len(lesson.steps)}", width="content")
             room.heading_code()
     else:
-        st.subheader(f"{number}. {step.title}")
+        st.subheader(f"{number}. {plain(terms(step.title))}")
     st.markdown(plain(step.claim))
     params = _query_params(step, model, device, text)
     view = or_none(get_view, model, device, text, step.kind, frozen(params))
     if view is not None:
         _figures(view, f"{PAGE}.{lesson.id}.{number}", fill=presenting())
     if not presenting():
-        st.markdown(f"**Your turn:** {plain(step.task)}")
+        st.markdown(f"**Your turn:** {plain(terms(step.task))}")
     answer = None
     if step.question is not None and view is not None:
-        answer = _question(lesson, number, step, view, text)
+        answer = _question(lesson, number, step, view, text, terms)
     st.html(f'<div class="lesson-step" data-lesson="{html.escape(lesson.id)}" data-step="{number}"></div>')
     return answer

@@ -156,3 +156,13 @@ def load_lessons(folder: Path = DATA) -> list[Lesson]:
             raise VizError(f"{lesson.path.name}: the id '{lesson.id}' is already used by {seen[lesson.id]}.")
         seen[lesson.id] = lesson.path.name
     return lessons
+
+
+def in_model_terms(text: str, cls_token: str | None, sep_token: str | None) -> str:
+    """A step's title, task or question with BERT's [CLS] and [SEP] named as the model on screen writes its first
+    and closing special tokens (MPNet's <s> and </s>; issue 47 B); a model without one keeps BERT's name. Claims that
+    report what BERT was found to do keep BERT's names: they are about BERT."""
+    for bert, own in (("[CLS]", cls_token), ("[SEP]", sep_token)):
+        if own:
+            text = text.replace(bert, own)
+    return text
