@@ -8,7 +8,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from vizcore.errors import VizError
-from vizcore.inside.steps import TOLERANCE, activate, embedding_parts, layer_steps, run_model
+from vizcore.inside.steps import TOLERANCE, activate, embedding_parts, input_sum, layer_steps, run_model
 from vizcore.model.loading import LoadedModel, load_model
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -25,6 +25,14 @@ def test_tiny_random_models_are_reproduced_for_every_head(tiny_model_dir, kind):
     parts = embedding_parts(loaded, run)
     assert parts.max_abs_diff <= TOLERANCE
     assert (parts.segment is None) == (kind == "distilbert")
+    # what the pages say the model adds up is what it adds up (issue 47 B: MPNet has no segment table)
+    assert input_sum(loaded) == ("token + position" if parts.segment is None else "token + position + segment")
+
+
+def test_mpnet_adds_no_segment(tiny_model_dir):
+    loaded = load_model(str(tiny_model_dir("mpnet")), device="cpu")
+    assert embedding_parts(loaded, run_model(loaded, "A tiny MPNet.")).segment is None
+    assert input_sum(loaded) == "token + position"
 
 
 @pytest.mark.parametrize("act", ["gelu_new", "relu"])

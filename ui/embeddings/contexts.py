@@ -24,6 +24,7 @@ from vizcore.embeddings.contexts import (
     word_in_contexts,
 )
 from vizcore.embeddings.figures import context_lines, cosine_heatmap
+from vizcore.inside.steps import input_sum
 from vizcore.model.loading import LoadedModel
 
 KEY_WORD = "embeddings.ctx.word"
@@ -117,11 +118,12 @@ def show(loaded: LoadedModel) -> dict:
         return params
     summary(result)
     st.plotly_chart(for_screen(context_lines(result)), key="embeddings.ctx.lines_chart", config=CHART)
+    parts = or_none(lambda: input_sum(get_model(sel.model, sel.device))) or "token + position"
     st.caption("The word's vector in a sentence is the **mean of its word pieces** at that layer (a word split "
-               "into pieces, e.g. river + ##bank, is averaged); *embeddings* is the input layer (token + position "
-               "+ segment embeddings, before any attention); the first whole-word occurrence in each sentence is "
-               "used. Raw cosines of BERT vectors are high for any two tokens, so read the gap between the green "
-               "(solid, same sense) and orange (dotted, different senses) lines, not their level.")
+               f"into pieces, e.g. river + ##bank, is averaged); *embeddings* is the input layer ({parts} "
+               "embeddings, as this model adds them, before any attention); the first whole-word occurrence in each "
+               "sentence is used. Raw cosines of BERT vectors are high for any two tokens, so read the gap between "
+               "the green (solid, same sense) and orange (dotted, different senses) lines, not their level.")
     params["at"] = heatmap(result)
     st.dataframe(pieces_table(result), hide_index=True, key="embeddings.ctx.table")
     return params

@@ -2,7 +2,8 @@
 
 A word's vector in a sentence is the mean of its word pieces' hidden states ("riverbank" ->
 ``river`` + ``##bank``: both pieces, averaged), at every hidden state: 0 is the embedding layer's
-output (token + position + segment embeddings, before any attention), ``i`` the output of layer ``i``.
+output (token + position embeddings, + segment on BERT: ``vizcore.inside.steps.input_sum``; before any
+attention), ``i`` the output of layer ``i``.
 The first whole-word occurrence in each sentence is used, whatever its case.
 
 The classroom point (Ethayarajh 2019, "How contextual are contextualized word representations?"): at

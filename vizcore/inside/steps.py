@@ -274,6 +274,15 @@ class EmbeddingParts:
     max_abs_diff: float
 
 
+def input_sum(loaded: LoadedModel) -> str:
+    """What the model adds up as its input, in words: "token + position + segment" for BERT, "token + position" for a
+    model with no segment table (MPNet, DistilBERT) or whose tokenizer makes no segments (RoBERTa's single row)."""
+    embeddings = loaded.model.base_model.embeddings
+    segments = (architecture(loaded) == "bert" and getattr(embeddings, "token_type_embeddings", None) is not None
+                and "token_type_ids" in loaded.tokenizer.model_input_names)
+    return "token + position + segment" if segments else "token + position"
+
+
 def embedding_parts(loaded: LoadedModel, run: Run) -> EmbeddingParts:
     """Look the rows up in the model's tables and add them; compare with the model's own layer-0 input."""
     kind = architecture(loaded)
