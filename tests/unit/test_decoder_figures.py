@@ -55,7 +55,7 @@ def test_no_cut_off_line_when_every_bar_is_kept(gpt2):
     fig = next_token_bars(candidates(gpt2, view, count=10), Settings(1.0), "Next token")
     assert not [s for s in fig.layout.shapes if s.type == "line"]
     drawable = 30_522 - int(banned_tokens(gpt2).never.sum())  # the never-trained entries are never kept
-    assert fig.layout.title.text.endswith(f"<br>nothing cut: all {drawable:,} tokens kept")  # under the title
+    assert fig.layout.title.text.endswith(f" · nothing cut: all {drawable:,} tokens kept")  # in the title
     np.testing.assert_allclose(fig.data[0].x, fig.data[1].x)
 
 

@@ -90,8 +90,8 @@ def next_token_bars(c: Candidates, settings: Settings, title: str) -> go.Figure:
                       annotation_position="bottom right")
     else:  # the cut lies beyond the bars shown: said under the title (inside the plot it lay on the last word)
         cut = settings.top_k or settings.top_p < 1
-        title += (f"<br>{cut_description(settings, c.kept)}, the cut-off lies below these {len(rows)}"
-                  if cut else f"<br>nothing cut: all {c.kept:,} tokens kept")
+        title += (f" · {cut_description(settings, c.kept)}, the cut-off lies below these {len(rows)}"
+                  if cut else f" · nothing cut: all {c.kept:,} tokens kept")
     height = int(np.clip(34 * len(rows) + 170, 300, 1000))
     return compact_layout(fig, title, height=height, top=110)
 
