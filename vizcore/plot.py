@@ -455,6 +455,20 @@ def _few_ticks(bar: dict, low=None, high=None) -> dict:
     return {**bar, "nticks": 3}
 
 
+def _positions(coords, count: int) -> list[int] | None:
+    """``coords`` as whole positions in 0..count-1, or None when they are not (or not a plain list of numbers: a typed
+    array plotly has encoded is left alone)."""
+    if coords is None or isinstance(coords, (dict, str)):
+        return None
+    try:
+        values = np.asarray(coords, dtype=float).ravel()
+    except (TypeError, ValueError):
+        return None
+    if not all(v.is_integer() and 0 <= v < count for v in values):
+        return None
+    return [int(v) for v in values]
+
+
 def _named_positions(layout: dict, data: list[dict]) -> None:
     """Axes that name the positions 0, 1, ..., n-1 with a tick list of labels (bars of words, a lens's layers)
     become axes of those labels as categories, in place: the traces on them take the labels as coordinates, and
@@ -469,13 +483,12 @@ def _named_positions(layout: dict, data: list[dict]) -> None:
             continue
         letter, ref = name[0], name[0] + name[5:]
         on_axis = [trace for trace in data if (trace.get(f"{letter}axis") or letter) == ref]
-        coords = [trace.get(letter) for trace in on_axis]
-        if not on_axis or any(c is None or not all(float(v).is_integer() and 0 <= v < len(values)
-                                                       for v in np.asarray(c, dtype=float).ravel()) for c in coords):
+        coords = [_positions(trace.get(letter), len(values)) for trace in on_axis]
+        if not on_axis or any(c is None for c in coords):
             continue
         labels = unique_labels(texts)
         for trace, c in zip(on_axis, coords, strict=True):
-            trace[letter] = [labels[int(v)] for v in np.asarray(c, dtype=float).ravel()]
+            trace[letter] = [labels[v] for v in c]
         layout[name] = {**{k: v for k, v in axis.items() if k not in ("tickvals", "ticktext", "tickmode")},
                         "type": "category", "categoryorder": "array", "categoryarray": labels}
 

@@ -186,3 +186,11 @@ def test_a_colour_bar_on_the_projector_shows_its_ends_and_middle_each_at_the_num
     assert len(bar.tickvals) == 3 and low <= bar.tickvals[0] < bar.tickvals[1] < bar.tickvals[2] <= high
     assert [float(t.replace("−", "-").replace(",", "")) for t in bar.ticktext] == list(bar.tickvals)
     assert bar.tickvals[2] - bar.tickvals[0] >= 0.9 * (high - low)  # the ends, to two digits of the range
+
+
+def test_only_whole_positions_in_range_are_named():
+    from vizcore.plot import _positions
+
+    assert _positions(np.array([0, 1, 2]), 3) == [0, 1, 2] and _positions([2.0, 0.0], 3) == [2, 0]
+    assert _positions([0.5, 1], 3) is None and _positions([0, 3], 3) is None  # between positions, past the last
+    assert _positions({"dtype": "i1", "bdata": "AAEC"}, 3) is None and _positions(["a"], 3) is None
