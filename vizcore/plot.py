@@ -18,7 +18,6 @@ from vizcore.colours import ATTENTION, DARK_TEXT, DIVERGING, SEQUENTIAL, Scale, 
 
 FONT_SIZE = 16  # readable on a projector
 TICK_FONT_SIZE = 14
-MAX_TICKS = 64  # beyond this, label every k-th token so the labels stay legible
 SEGMENT_COLOURS = ("#1f5fa8", "#c2410c")  # segment A blue, segment B orange (tick labels and legend)
 
 
@@ -29,11 +28,6 @@ def display_tokens(tokens: list[str]) -> list[str]:
         text = token.replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\\n")
         shown.append(text if text.strip() else repr(text))
     return shown
-
-
-def tick_positions(count: int, max_ticks: int = MAX_TICKS) -> list[int]:
-    step = max(1, int(np.ceil(count / max_ticks)))
-    return list(range(0, count, step))
 
 
 def base_layout_dict(title: str, height: int) -> dict:
