@@ -24,6 +24,17 @@ def isolated_startup_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def isolated_results(tmp_path_factory):
+    """Tests (and the servers they start) keep their answers in a file of their own, never the user's results."""
+    from vizcore.results.stores import RESULTS_ENV
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv(RESULTS_ENV, str(tmp_path_factory.mktemp("results") / "results.sqlite3"))
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def small_fill_mask_model():
     """The suite fills blanks with the small ``minilm-mlm-tuned`` (and so do the servers it starts), even where the
     base-size model is installed, so a test's numbers and its time do not depend on the machine: the tests of the

@@ -30,6 +30,9 @@ def main(argv: list[str]) -> None:
 
     try:  # a wrong VIZCORE_* setting is said now, in one line, not as an error on every page later
         check_environment()
+        from vizcore.results.stores import server_results
+
+        server_results()  # the results file opened (created, migrated) now: a folder it cannot write stops here
     except VizError as error:
         sys.exit(f"vizcore: {error}")
     sys.argv = ["streamlit", "run", APP, *argv]

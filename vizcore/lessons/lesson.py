@@ -25,13 +25,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import tomllib
 
 from vizcore.errors import VizError
 from vizcore.lessons.answers import ANSWERS, REQUIRED
 from vizcore.lessons.kinds import KINDS
+
+if TYPE_CHECKING:
+    from vizcore.lessons.quiz import Quiz
 
 DATA = Path(__file__).parent / "data"
 MIN_STEPS, MAX_STEPS = 4, 10
@@ -64,6 +67,7 @@ class Lesson:
     sentence: str
     steps: tuple[Step, ...]
     path: Path
+    quiz: Quiz | None = None  # the quizzes before and after the lesson (vizcore.lessons.quiz)
 
 
 def _text(table: Mapping, name: str, where: str) -> str:
@@ -79,7 +83,8 @@ def _words(text: str, limit: int, name: str, where: str) -> None:
         raise VizError(f"{where}: the {name} has {count} words; at most {limit}.")
 
 
-def _question(table: object, kind: str, where: str) -> Question | None:
+def check_question(table: object, kind: str, where: str) -> Question | None:
+    """A question's table (text, answer and the answer's parameters) checked against the step's view kind."""
     if table is None:
         return None
     if not isinstance(table, dict):
@@ -126,7 +131,7 @@ def _step(table: object, where: str) -> Step:
     if not isinstance(notes, str):
         raise VizError(f"{where}: 'notes' must be a string.")
     return Step(title=_text(table, "title", where), claim=claim, task=task, kind=kind, params=params,
-                question=_question(table.get("question"), kind, where), notes=notes.strip())
+                question=check_question(table.get("question"), kind, where), notes=notes.strip())
 
 
 def load_lesson(path: Path) -> Lesson:
@@ -143,8 +148,12 @@ def load_lesson(path: Path) -> Lesson:
     lesson_id = _text(data, "id", name)
     if not lesson_id.isidentifier() or not lesson_id.islower():
         raise VizError(f"{name}: the id '{lesson_id}' must be lower-case letters (it goes into links).")
+    from vizcore.lessons.quiz import load_quiz
+
+    parsed = tuple(_step(step, f"{name}, step {i}") for i, step in enumerate(steps, 1))
+    quiz = None if data.get("quiz") is None else load_quiz(data["quiz"], parsed, name)
     return Lesson(id=lesson_id, title=_text(data, "title", name), sentence=_text(data, "sentence", name),
-                  steps=tuple(_step(step, f"{name}, step {i}") for i, step in enumerate(steps, 1)), path=Path(path))
+                  steps=parsed, path=Path(path), quiz=quiz)
 
 
 def load_lessons(folder: Path = DATA) -> list[Lesson]:

@@ -103,3 +103,6 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
     Limits.from_env(environ)
     streams_per_address(environ)
     fill_mask_choice(environ)
+    from vizcore.results.stores import check_results
+
+    check_results(environ)

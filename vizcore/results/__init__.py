@@ -1,0 +1,1 @@
+"""Results that outlive a class: quizzes' and questions' answers in a database, the class report, the exports."""

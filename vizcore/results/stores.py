@@ -1,0 +1,75 @@
+"""Which results store a server uses: ``VIZCORE_RESULTS`` (and ``VIZCORE_RESULTS_DAYS``, how long answers are kept).
+
+- unset or "": the SQLite file ``results.sqlite3`` in the app's cache folder (``$XDG_CACHE_HOME/vizcore``, that is
+  ``~/.cache/vizcore``), created on first use;
+- ``sqlite:///path/to/results.sqlite3`` (or a plain path ending in .sqlite3, .sqlite or .db): that file; replicas on
+  one machine (deploy/replicas.py) share it;
+- anything else is refused at the server's start, in one line (``vizcore.serve.settings.check_environment``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Mapping
+
+from vizcore.errors import VizError
+from vizcore.results.store import SqliteResults
+
+RESULTS_ENV = "VIZCORE_RESULTS"
+DAYS_ENV = "VIZCORE_RESULTS_DAYS"
+DEFAULT_DAYS = 30
+FILE_NAME = "results.sqlite3"
+SQLITE_SUFFIXES = (".sqlite3", ".sqlite", ".db")
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "vizcore" / FILE_NAME
+
+
+def results_path(value: str | None) -> Path:
+    """The SQLite file ``value`` names (see the module's doc), or a VizError naming the variable."""
+    value = (value or "").strip()
+    if not value:
+        return default_path()
+    if value.startswith("sqlite:///"):
+        path = value.removeprefix("sqlite://")
+        if path.strip("/"):
+            return Path(path).expanduser()
+    elif "://" not in value and value.lower().endswith(SQLITE_SUFFIXES):
+        return Path(value).expanduser()
+    raise VizError(f"{RESULTS_ENV}={value!r} is not a valid setting: give sqlite:///path/to/results.sqlite3 (or a "
+                   f"file ending in {', '.join(SQLITE_SUFFIXES)}), or leave it unset for {default_path()}.")
+
+
+def retention_days(environ: Mapping[str, str] | None = None) -> float:
+    from vizcore.serve.settings import setting
+
+    text = (os.environ if environ is None else environ).get(DAYS_ENV, "").strip()
+    return setting(DAYS_ENV, text, whole=False) if text else float(DEFAULT_DAYS)
+
+
+def check_results(environ: Mapping[str, str] | None = None) -> None:
+    """VizError when ``VIZCORE_RESULTS`` or ``VIZCORE_RESULTS_DAYS`` is not a valid value (nothing is opened)."""
+    environ = os.environ if environ is None else environ
+    results_path(environ.get(RESULTS_ENV))
+    retention_days(environ)
+
+
+def open_results(value: str | None = None, days: float | None = None) -> SqliteResults:
+    return SqliteResults(results_path(value), DEFAULT_DAYS if days is None else days)
+
+
+_server: SqliteResults | None = None
+_server_lock = threading.Lock()
+
+
+def server_results() -> SqliteResults:
+    """This server process's store, opened on first use (every session shares it; the store has its own lock)."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = open_results(os.environ.get(RESULTS_ENV), retention_days())
+        return _server
