@@ -6,13 +6,13 @@ vizcore/lessons/kinds.py (each calls an existing computation and figure) · answ
 UI: ui/lessons/ (page: state, link, cached views; step: one step drawn; presenter: presenter mode, its keys and the
 speaker notes; share: the step's link and the lesson's handout; room: a class that follows its teacher).
 URL: /lessons?lesson=attention&step=3 · presenter mode: &present=1 · notes: ?notes=1&presenter=ID · a class:
-?teach=1 (the teacher), ?room=CODE (a student)
+?teach=1 (the teacher), ?room=CODE (a student) · a quiz: ?lesson=attention&quiz=pre (or post; ui/lessons/quiz.py)
 """
 
 import streamlit as st
 
 from ui import url_state
-from ui.lessons import page, presenter, room
+from ui.lessons import page, presenter, quiz, room
 from ui.lessons.share import draw_share
 from ui.lessons.step import draw_step
 from ui.state import presenting, selection
@@ -31,6 +31,13 @@ room.notice_own_move(lesson.id, number)
 room.teach(lesson.id, number, (st.session_state.get(page.KEY_TEXT) or "").strip() or lesson.sentence)
 room.class_bar(lessons)
 sel = selection()
+
+phase = quiz.own_phase()
+if phase and lesson.quiz is not None:  # the quiz before or after the lesson, in place of its steps
+    st.button("← Back to the lesson", key=f"{page.PAGE}.quiz_back", on_click=quiz.close_quiz)
+    quiz.draw_quiz(lesson, phase, sel.model, sel.device, room.following() or "")
+    url_state.write({"lesson": lesson.id, "quiz": phase, **({"room": room.following()} if room.following() else {})})
+    st.stop()
 
 chrome = st.sidebar if presenting() else st.container()
 with chrome:
@@ -58,6 +65,8 @@ if room.following():
 with st.container(key=f"{page.PAGE}-step"):
     answer = draw_step(lesson, number, sel.model, sel.device, text)
 room.class_answers(lesson, number, None if answer is None else answer.choices)
+if not presenting() and not room.following():
+    quiz.quiz_buttons(lesson, number)
 if not presenting():
     draw_share(lesson, number, sel.model, sel.device, text)
 url_state.write(link)

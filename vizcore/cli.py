@@ -21,6 +21,7 @@ from typing import Sequence
 from vizcore import batch
 from vizcore.attention import cli as attention_cli
 from vizcore.circuits import cli as circuits_cli
+from vizcore.cliargs import RawOutput
 from vizcore.corpus import cli as corpus_cli
 from vizcore.decoder import cli as decoder_cli
 from vizcore.embeddings import cli as embeddings_cli
@@ -32,13 +33,14 @@ from vizcore.model import cli as model_cli
 from vizcore.neurons import cli as neurons_cli
 from vizcore.norms import cli as norms_cli
 from vizcore.positional import cli as positional_cli
+from vizcore.results import cli as results_cli
 from vizcore.seq2seq import cli as seq2seq_cli
 from vizcore.sizes import cli as sizes_cli
 from vizcore.why import cli as why_cli
 
 # One line per topic; a topic's commands appear in --help in this order.
 TOPICS = (model_cli, attention_cli, norms_cli, mlm_cli, decoder_cli, positional_cli, finetune_cli, why_cli,
-          circuits_cli, neurons_cli, seq2seq_cli, embeddings_cli, corpus_cli, sizes_cli, lessons_cli)
+          circuits_cli, neurons_cli, seq2seq_cli, embeddings_cli, corpus_cli, sizes_cli, lessons_cli, results_cli)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):  # JSON is UTF-8 whatever the console's code page (cp1252...)
         sys.stdout.reconfigure(encoding="utf-8")
     try:
+        if isinstance(payload, RawOutput):  # a table (CSV) as it is
+            sys.stdout.write(payload)
+            sys.stdout.flush()
+            return 0
         if isinstance(payload, list):  # one record per input line: a JSON list, one record per line
             sys.stdout.write("[\n" + ",\n".join(json.dumps(p, ensure_ascii=False) for p in payload) + "\n]")
         else:  # json.dumps, not json.dump: only the one-shot encoder is C (a 512-token attention, 19 M

@@ -7,6 +7,10 @@ import argparse
 from vizcore.model.catalog import DEFAULT_MODEL
 
 
+class RawOutput(str):
+    """A command's output written as it is (a CSV table), not as JSON."""
+
+
 def add_format_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["json"], default="json", help="output format (JSON on stdout)")
 

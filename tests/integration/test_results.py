@@ -46,8 +46,7 @@ LESSONS = {lesson.id: lesson for lesson in load_lessons()}
 
 
 def _asked_key(one) -> tuple:
-    figures = () if one.view is None else tuple(f.to_json() if hasattr(f, "to_json") else repr(f.to_dict())
-                                                for f in one.view.figures)
+    figures = tuple(f.to_json() if hasattr(f, "to_json") else repr(f.to_dict()) for f in one.view.figures)
     return one.text, tuple(one.answer.choices), one.answer.right, one.answer.reason, figures
 
 

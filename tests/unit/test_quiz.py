@@ -92,7 +92,7 @@ def test_each_asked_answer_is_the_answer_function_on_the_phases_own_view(tmp_pat
         largest = view.series["heads"].labels[int(np.argmax(values))]
         smallest = view.series["heads"].labels[int(np.argmin(values))]
         assert one.answer.right == (smallest if (one.id, one in post) == ("c", True) else largest)
-    assert pre[1].view is None and pre[0].view is not None
+    assert pre[1].figures == () and pre[0].figures == (pre[0].view.figures[0],)
     assert post[0].params["stat"] == "entropy" and pre[0].params["stat"] == "previous"
 
 

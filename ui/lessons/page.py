@@ -40,12 +40,14 @@ def lessons_or_stop() -> dict[str, Lesson]:
 # Presenter mode (ui/lessons/presenter.py): the presenter's id, and the speaker notes window (notes=1).
 # A class (ui/lessons/room.py): teach=1 opens one (not written back: a reload is a new session, without the
 # class's secret), room=CODE follows one (checked against the store, its message said where the class's line is).
+# A quiz (ui/lessons/quiz.py): quiz=pre or quiz=post opens the lesson's quiz before or after it.
 LINK = url_state.Link(PAGE, {"lesson": (KEY_LESSON, url_state.Choice()), "step": (KEY_STEP, url_state.Integer(1)),
                              "text": (KEY_TEXT, url_state.Text()),
                              "presenter": (f"{PAGE}.presenter", url_state.Text()),
                              "notes": (f"{PAGE}.notes", url_state.OneOf(("1", "0"))),
                              "teach": (f"{PAGE}.teach", url_state.OneOf(("1", "0"))),
-                             "room": (f"{PAGE}.room", url_state.Text())})
+                             "room": (f"{PAGE}.room", url_state.Text()),
+                             "quiz": (f"{PAGE}.quiz", url_state.OneOf(("pre", "post")))})
 
 
 class AppSource:

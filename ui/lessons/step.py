@@ -49,7 +49,7 @@ def _query_params(step: Step, model: str, device: str, text: str) -> dict:
     return params
 
 
-def _figures(view: View, key: str, fill: bool) -> None:
+def draw_figures(view: View, key: str, fill: bool) -> None:
     """The view's figures; ``fill`` (presenter mode): side by side in the room the step's text leaves (the
     container ``lessons-figures`` takes the rest of the screen, ``PRESENTER_CSS``), each chart as high as that
     room with its title written above it."""
@@ -106,7 +106,7 @@ def _chart(figure, key: str, height: str) -> None:
         st.altair_chart(for_screen(figure), key=key, height=height)
 
 
-def _model_terms(model: str, device: str):
+def model_terms(model: str, device: str):
     """``in_model_terms`` for the model on screen: its own names for BERT's [CLS] and [SEP] (no change when its
     tokenizer cannot be read: the step still draws)."""
     from ui.state import get_model
@@ -152,7 +152,7 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
     screen: its title is the page's heading, the task goes to the speaker notes, the figures take what is left.
     Returns the step's question's answer (its choices: a teacher's chart of the class's answers), None without."""
     step = lesson.steps[number - 1]
-    terms = _model_terms(model, device)
+    terms = model_terms(model, device)
     if presenting():
         with st.container(horizontal=True, vertical_alignment="center", key=f"{PAGE}-heading"):
             st.title(f"{number}. {plain(terms(step.title))}")
@@ -164,7 +164,7 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
     params = _query_params(step, model, device, text)
     view = or_none(get_view, model, device, text, step.kind, frozen(params))
     if view is not None:
-        _figures(view, f"{PAGE}.{lesson.id}.{number}", fill=presenting())
+        draw_figures(view, f"{PAGE}.{lesson.id}.{number}", fill=presenting())
     if not presenting():
         st.markdown(f"**Your turn:** {plain(terms(step.task))}")
     answer = None

@@ -20,8 +20,12 @@ A lesson file's ``[quiz]`` table::
 A phase's table may set any parameter of the step's view kind, and the question's text, answer function and its
 parameters (the quiz after a lesson on parameters may ask for the smallest part where the one before asked for the
 largest).
-An item's id (``step3``, or ``step3b`` for a second item on step 3) is what the results store keeps. ``figures =
-false`` asks without the view (a question about an idea, or one the chart would answer by itself).
+An item's id (``step3``, or its own ``id``) is what the results store keeps. An item shows the view's first figure
+and never its caption (captions often state the answer); ``figures = false`` asks without it (a question about an
+idea, or one the chart would answer by itself), ``figures = [2]`` shows the view's second figure instead.
+``suggests`` says what a wrong choice suggests (the class report shows it beside the most common wrong answer)::
+
+    suggests = { "384" = "took the model's width d for one head's d_k" }
 
 ``asked(lesson, phase, build)`` turns a quiz into the questions a student sees: each view built by ``build(text,
 kind, params)`` (the app: its cached views; the CLI and tests: the kinds on a model), each answer by the answer
@@ -30,7 +34,7 @@ function on it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from vizcore.errors import VizError
@@ -50,7 +54,8 @@ class QuizItem:
     step: int  # 1-based: the step that teaches it (a student's missed question links there)
     question: Mapping[str, object] | None  # its own question (text, answer, parameters), else the step's
     phases: Mapping[str, Mapping[str, object]]  # "pre"/"post" -> overrides (view and question parameters)
-    figures: bool = True
+    figures: tuple[int, ...] = (1,)  # the view's figures it shows (1-based): its first, by default; () none
+    suggests: Mapping[str, str] = field(default_factory=dict)  # a wrong choice -> what choosing it suggests
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ class Quiz:
 
 @dataclass(frozen=True)
 class Asked:
-    """One question as a phase asks it: its view (None when the item asks without it) and its computed answer."""
+    """One question as a phase asks it: its view, the figures of it shown, and its computed answer."""
 
     id: str
     step: int
@@ -69,8 +74,10 @@ class Asked:
     kind: str
     sentence: str
     params: Mapping[str, object]
-    view: View | None
+    view: View
     answer: Answer
+    figures: tuple = ()  # the figures the student sees (without the view's caption, which often states the answer)
+    context: str = ""  # what the question is about when it is not the quiz's sentence (a pair of sentences)
 
 
 def _question_table(step: Step, item: Mapping, where: str) -> dict:
@@ -91,10 +98,13 @@ def _checked_question(table: Mapping, kind: str, where: str) -> Question:
 def _item(item: object, steps: tuple[Step, ...], seen: set[str], where: str) -> QuizItem:
     if not isinstance(item, dict) or not isinstance(item.get("step"), int) or not 1 <= item["step"] <= len(steps):
         raise VizError(f"{where}: an item needs 'step', a step number from 1 to {len(steps)}.")
-    unknown = [name for name in item if name not in ("step", "id", "question", "figures", *PHASES)]
+    unknown = [name for name in item if name not in ("step", "id", "question", "figures", "suggests", *PHASES)]
     if unknown:
-        raise VizError(f"{where}: an item has no {', '.join(unknown)}; it takes step, id, question, figures, pre, "
-                       "post.")
+        raise VizError(f"{where}: an item has no {', '.join(unknown)}; it takes step, id, question, figures, "
+                       "suggests, pre, post.")
+    suggests = item.get("suggests", {})
+    if not isinstance(suggests, dict) or not all(isinstance(v, str) and v.strip() for v in suggests.values()):
+        raise VizError(f"{where}: 'suggests' must be a table of wrong choices and what choosing each suggests.")
     step = steps[item["step"] - 1]
     base = _question_table(step, item, where)
     spec = KINDS[step.kind]
@@ -119,7 +129,20 @@ def _item(item: object, steps: tuple[Step, ...], seen: set[str], where: str) -> 
         raise VizError(f"{where}: the id '{item_id}' is used twice; give the item its own 'id'.")
     seen.add(item_id)
     return QuizItem(id=item_id, step=item["step"], question=item.get("question"), phases=phases,
-                    figures=bool(item.get("figures", True)))
+                    figures=_figures(item.get("figures", True), where),
+                    suggests={str(k): v.strip() for k, v in suggests.items()})
+
+
+def _figures(value: object, where: str) -> tuple[int, ...]:
+    if value is True:
+        return (1,)
+    if value is False:
+        return ()
+    if isinstance(value, list) and value and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+                                                 for n in value):
+        return tuple(value)
+    raise VizError(f"{where}: 'figures' is true (the view's first figure), false (none) or a list of figure numbers "
+                   "from 1.")
 
 
 def load_quiz(table: object, steps: tuple[Step, ...], where: str) -> Quiz:
@@ -158,6 +181,10 @@ def item_question(lesson: Lesson, item: QuizItem, phase: str) -> tuple[str, str,
 
 
 Build = Callable[[str, str, Mapping[str, object]], View]
+# What a question of these kinds is about, said above it: a view's own input that is not the quiz's sentence.
+CONTEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
+    "next_sentence": lambda params: f"Sentence A: “{params['first']}” Sentence B: “{params['second']}”",
+}
 
 
 def asked(lesson: Lesson, phase: str, build: Build) -> list[Asked]:
@@ -171,8 +198,9 @@ def asked(lesson: Lesson, phase: str, build: Build) -> list[Asked]:
         sentence, kind, params, question = item_question(lesson, item, phase)
         view = build(sentence, kind, params)
         answer = ANSWERS[question.answer](view, question.params)
-        out.append(Asked(item.id, item.step, question.text, kind, sentence, params, view if item.figures else None,
-                         answer))
+        shown = tuple(view.figures[n - 1] for n in item.figures if n <= len(view.figures))
+        context = CONTEXT[kind](params) if kind in CONTEXT else ""
+        out.append(Asked(item.id, item.step, question.text, kind, sentence, params, view, answer, shown, context))
     return out
 
 
