@@ -33,10 +33,11 @@ def main() -> None:
         st.Page("pages/why.py", title="Why?", icon=":material/psychology_alt:", url_path="why"),
         st.Page("pages/corpus.py", title="Corpus: many sentences", icon=":material/library_books:",
                 url_path="corpus"),
+        st.Page("pages/results.py", title="Class results", icon=":material/analytics:", url_path="results"),
     ]
     sidebar()
     layout.apply()
-    page = st.navigation(pages)
+    page = st.navigation(pages, expanded=True)  # all thirteen pages named: past twelve, Streamlit folds the list
     unknown = _unknown_page(pages)
     if unknown is not None:  # Streamlit would run Home in its place, silently
         st.title("Page not found")

@@ -32,11 +32,21 @@ room.teach(lesson.id, number, (st.session_state.get(page.KEY_TEXT) or "").strip(
 room.class_bar(lessons)
 sel = selection()
 
-phase = quiz.own_phase()
-if phase and lesson.quiz is not None:  # the quiz before or after the lesson, in place of its steps
+if room.teaching():
+    room.quiz_buttons(lesson)
+class_phase = room.class_quiz()
+if class_phase and lesson.quiz is not None:  # the class's quiz, opened by the teacher, in place of the step
+    if room.teaching():
+        quiz.teacher_view(lesson, class_phase, sel.model, sel.device)
+    else:
+        quiz.draw_quiz(lesson, class_phase, sel.model, sel.device, room.following())
+    url_state.write({"lesson": lesson.id, **({"room": room.following()} if room.following() else {})})
+    st.stop()
+phase = None if room.teaching() or room.following() else quiz.own_phase()
+if phase and lesson.quiz is not None:  # a learner's own quiz before or after the lesson, in place of its steps
     st.button("← Back to the lesson", key=f"{page.PAGE}.quiz_back", on_click=quiz.close_quiz)
-    quiz.draw_quiz(lesson, phase, sel.model, sel.device, room.following() or "")
-    url_state.write({"lesson": lesson.id, "quiz": phase, **({"room": room.following()} if room.following() else {})})
+    quiz.draw_quiz(lesson, phase, sel.model, sel.device)
+    url_state.write({"lesson": lesson.id, "quiz": phase})
     st.stop()
 
 chrome = st.sidebar if presenting() else st.container()

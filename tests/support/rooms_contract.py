@@ -52,6 +52,11 @@ def check_codes_and_moves(make: Callable[[Clock], Rooms]) -> None:
     assert rooms.move(code, secret, "heads", 4, "Another one.") == Position("heads", 4, "Another one.", 1)
     assert rooms.move(code, secret, "heads", 4, "Another one.").moves == 1  # the same place: not a move
     assert rooms.position(code) == Position("heads", 4, "Another one.", 1)
+    assert rooms.move(code, secret, "heads", 4, "Another one.", "pre") == Position("heads", 4, "Another one.", 2, "pre")
+    assert rooms.position(code).quiz == "pre"  # the quiz before the lesson is open: a move the students follow
+    assert rooms.move(code, secret, "heads", 4, "Another one.") == Position("heads", 4, "Another one.", 3)
+    with pytest.raises(RoomError, match="A quiz is 'pre' or 'post'"):
+        rooms.move(code, secret, "heads", 4, "", "during")
     other, _ = rooms.open("masks", 1, "")
     assert rooms.position(other).lesson == "masks"  # rooms are apart
     for bad in ("", "ABC", "0O1I00", "ABCDEFG"):

@@ -23,6 +23,7 @@ KEY_STEP = f"{PAGE}.step"
 KEY_TEXT = f"{PAGE}.text"
 KEY_QUERY = f"{PAGE}.query"  # the query token's position, for steps whose kind lets the learner pick it
 KEY_CHECKED = f"{PAGE}.checked"  # (lesson, step, text, choice) of the last "Check"
+KEY_CLASS_QUIZ = f"{PAGE}.class_quiz"  # a teacher's open quiz for the class (ui/lessons/room.py): a move closes it
 
 
 @st.cache_resource(show_spinner=False)
@@ -83,6 +84,7 @@ def go_to(lesson: str, step: int) -> None:
     st.session_state[KEY_LESSON] = lesson
     st.session_state[KEY_STEP] = step
     st.session_state.pop(KEY_CHECKED, None)
+    st.session_state.pop(KEY_CLASS_QUIZ, None)
 
 
 def picker_key(lesson: str) -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import html
 import re
-import secrets
 
 import streamlit as st
 
 from ui.feedback import or_stop, plain
+from ui.lessons import room
 from ui.lessons.page import PAGE, frozen, get_view
 from ui.lessons.step import draw_figures, model_terms
 from vizcore.errors import VizError
@@ -30,16 +30,13 @@ from vizcore.results.store import MAX_NICKNAME_CHARS, Row, now_iso
 from vizcore.results.stores import server_results
 
 KEY_QUIZ = f"{PAGE}.quiz"  # "pre" or "post": this learner's own quiz (the link's quiz=), "" none
-KEY_STUDENT = f"{PAGE}.student"  # the random id of this browser session (shared with a class's answers)
-KEY_NICKNAME = f"{PAGE}.nickname"
+KEY_NICKNAME = room.KEY_NICKNAME
 KEY_SAVED = f"{PAGE}.quiz_saved"  # {(class, lesson, phase)}: the quizzes this session saved
-STUDENT_ID_BYTES = 9
 STORED = ("What is stored: your answers, whether each was right, a random id of this browser session (no name), the "
           "nickname if you type one, the model and the time; deleted after {days:g} days.")
 
 
-def student_id() -> str:
-    return st.session_state.setdefault(KEY_STUDENT, secrets.token_urlsafe(STUDENT_ID_BYTES))
+student_id = room.student_id
 
 
 def open_quiz(phase: str) -> None:
@@ -84,6 +81,8 @@ def _save(lesson: Lesson, phase: str, items: list[Asked], model: str, class_code
         st.error(f"Your answers were not saved: {error} They are still in the form: submit again.")
         return False
     state.setdefault(KEY_SAVED, set()).add((class_code, lesson.id, phase))
+    if class_code:
+        room.send_quiz_score(lesson.id, phase, sum(row.correct for row in rows), len(rows))
     return True
 
 
@@ -107,7 +106,7 @@ def _result(lesson: Lesson, phase: str, class_code: str) -> None:
     for missed in result.missed:
         link = html.escape(step_link(lesson.id, missed.step, lesson.sentence))
         st.markdown(f"- {plain(missed.text)} You answered *{plain(missed.answer)}*; the model's answer is "
-                    f"**{plain(missed.right)}**. <a href=\"{link}\" target=\"_self\">Step {missed.step}: "
+                    f"**{plain(missed.right)}**. <a href=\"{link}\" target=\"_blank\" rel=\"noopener\">Step {missed.step}: "
                     f"{plain(lesson.steps[missed.step - 1].title)}</a>", unsafe_allow_html=True)
 
 
@@ -157,3 +156,20 @@ def quiz_buttons(lesson: Lesson, number: int) -> None:
     if number == len(lesson.steps):
         st.button(f"Quiz after the lesson ({len(lesson.quiz.items)} questions)", key=f"{PAGE}.quiz_post",
                   on_click=open_quiz, args=("post",), type="primary")
+
+
+def teacher_view(lesson: Lesson, phase: str, model: str, device: str) -> None:
+    """The teacher's page while the class's quiz is open: what the students are doing, their scores as they come,
+    and the questions with the model's answers (folded: the page may be on the projector)."""
+    st.subheader(f"Quiz {PHASE_NAMES[phase]}: {plain(lesson.title)}")
+    st.markdown(f"The students answer {len(lesson.quiz.items)} questions on their own devices. Close the quiz when "
+                "they have submitted: the class goes back to the step, and the answers are kept for the class report "
+                "(the Results page).")
+    room.quiz_scores(lesson, phase)
+    items = or_stop(asked_items, lesson, phase, model, device)
+    terms = model_terms(model, device)
+    with st.expander("The questions and the model's answers"):
+        for i, item in enumerate(items, 1):
+            st.markdown(f"{i}. {plain(terms(item.text))} **{plain(item.answer.right)}** ({plain(item.answer.reason)})")
+    st.html(f'<div class="lesson-quiz" data-lesson="{html.escape(lesson.id)}" data-phase="{phase}" '
+            'data-teacher="1"></div>')

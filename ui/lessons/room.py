@@ -36,10 +36,14 @@ import streamlit as st
 from ui.feedback import plain
 from ui.lessons import listen, page
 from ui.state import presenting
+from vizcore.errors import VizError
 from vizcore.lessons.figures import qr_svg_uri
 from vizcore.lessons.lesson import Lesson
-from vizcore.lessons.rooms import Position, RoomError, Rooms, check_code, secret_hash, watch_token
+from vizcore.lessons.quiz import PHASE_NAMES
+from vizcore.lessons.rooms import QUIZ_STEPS, Position, RoomError, Rooms, check_code, secret_hash, watch_token
 from vizcore.lessons.stores import server_rooms
+from vizcore.results.store import Row, new_report_key, now_iso, report_key_hash
+from vizcore.results.stores import server_results
 
 PAGE = page.PAGE
 KEY_TEACH = f"{PAGE}.teach"  # "1": open a class in this run (the link's teach=1, or the Start button)
@@ -53,6 +57,9 @@ KEY_ON_OWN = f"{PAGE}.on_own"  # the student moved themselves: following paused
 KEY_STUDENT = f"{PAGE}.student"  # this student's random id: their last answer to a step counts once
 KEY_PROBLEM = f"{PAGE}.room_problem"  # the store's message for a code this session cannot follow (said once)
 KEY_JOIN = f"{PAGE}.join_code"  # the box a code is typed in
+KEY_CLASS_QUIZ = page.KEY_CLASS_QUIZ  # "pre"/"post": the quiz the teacher has open for the class, "" none
+KEY_REPORT = f"{PAGE}.class_report"  # (code, report key) of the class this session taught: its report (ui/results)
+KEY_NICKNAME = f"{PAGE}.nickname"  # a student's optional nickname (typed in a quiz)
 STUDENT_ID_BYTES = 9
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # The class's code, large on the teacher's page and small in presenter mode, in the step's heading row (fixed in a
@@ -148,11 +155,16 @@ def end_class() -> None:
     code = state.pop(KEY_CODE, None)
     secret = state.pop(KEY_SECRET, None)
     state.pop(KEY_SENT, None)
+    state.pop(KEY_CLASS_QUIZ, None)
     if code:
         state[KEY_ENDED] = code
         try:
             rooms().close(code, secret)
         except RoomError:  # ended or expired already: nothing to close
+            pass
+        try:
+            server_results().end_class(code)
+        except VizError:  # the report says when it opened; a missing end time loses no answer
             pass
 
 
@@ -160,18 +172,21 @@ def teach(lesson_id: str, number: int, text: str) -> None:
     """The teacher's part of a run, once the page has settled its step: open the class when asked, and send the
     step to it when it is not the one sent last (a rerun on the same step sends nothing)."""
     state = st.session_state
-    where = (lesson_id, number, text)
+    where = (lesson_id, number, text, state.get(KEY_CLASS_QUIZ) or "")
     try:
         if state.pop(KEY_TEACH, None) == "1" and not teaching():
-            state[KEY_CODE], state[KEY_SECRET] = rooms().open(*where)
-            state[KEY_SENT] = where
+            state[KEY_CODE], state[KEY_SECRET] = rooms().open(*where[:3])
+            state[KEY_SENT] = where[:3] + ("",)
             for key in (KEY_ROOM, KEY_FOLLOWED, KEY_ON_OWN, KEY_ENDED):  # a teacher follows no one
                 state.pop(key, None)
+            report_key = new_report_key()
+            server_results().open_class(state[KEY_CODE], report_key_hash(report_key))
+            state[KEY_REPORT] = (state[KEY_CODE], report_key)
         if teaching() and state.get(KEY_SENT) != where:
             rooms().move(state[KEY_CODE], state[KEY_SECRET], *where)
             state[KEY_SENT] = where
-    except RoomError as error:  # the class expired (3 idle hours) or the store is unreachable
-        for key in (KEY_CODE, KEY_SECRET, KEY_SENT):
+    except VizError as error:  # the class expired (3 idle hours), a store is unreachable
+        for key in (KEY_CODE, KEY_SECRET, KEY_SENT, KEY_CLASS_QUIZ):
             state.pop(key, None)
         st.error(f"The class cannot go on: {error}")
 
@@ -381,15 +396,88 @@ def class_bar(lessons: Mapping[str, Lesson]) -> None:
         _join_box(problem)
 
 
-def send_answer(lesson_id: str, number: int, choice: str) -> None:
-    """A follower's checked answer goes to the class (under a random id kept in this session; no name)."""
+def student_id() -> str:
+    """This browser session's random id: a student's answers and quizzes are stored under it, never a name."""
+    return st.session_state.setdefault(KEY_STUDENT, secrets.token_urlsafe(STUDENT_ID_BYTES))
+
+
+def send_answer(lesson_id: str, number: int, choice: str, right: bool, right_answer: str, question: str,
+                model: str) -> None:
+    """A follower's checked answer goes to the class (under a random id kept in this session; no name), and to the
+    results store (phase ``step``: the class report's questions answered in class)."""
     code = following()
     if not code:
         return
-    student = st.session_state.setdefault(KEY_STUDENT, secrets.token_urlsafe(STUDENT_ID_BYTES))
+    student = student_id()
     try:
         rooms().answer(code, student, lesson_id, number, choice)
-    except RoomError as error:
+        server_results().record([Row(code, lesson_id, "step", f"step{number}", student,
+                                     str(st.session_state.get(KEY_NICKNAME) or "").strip(), choice, right, now_iso(),
+                                     right_answer, question, model)])
+    except VizError as error:
         st.warning(f"Your answer did not reach your teacher: {error}")
         return
     st.caption("Your answer went to your teacher (no name, only the count).")
+
+
+# ---- the class's quizzes (ui/lessons/quiz.py draws them) --------------------------------------------------------
+
+def open_class_quiz(phase: str) -> None:
+    """Callback: the class's students see the lesson's quiz ``phase`` instead of the step (a move they follow)."""
+    st.session_state[KEY_CLASS_QUIZ] = phase
+
+
+def close_class_quiz() -> None:
+    st.session_state[KEY_CLASS_QUIZ] = ""
+
+
+def class_quiz() -> str | None:
+    """The quiz open in this session's class: the one the teacher opened, or for a follower (not on their own) the
+    one the teacher's position has open."""
+    state = st.session_state
+    if teaching():
+        return state.get(KEY_CLASS_QUIZ) or None
+    followed = state.get(KEY_FOLLOWED)
+    if following() and not state.get(KEY_ON_OWN) and followed is not None:
+        return followed.quiz or None
+    return None
+
+
+def quiz_buttons(lesson: Lesson) -> None:
+    """The teacher's buttons: open the quiz before or after the lesson for the class, or close the open one."""
+    if lesson.quiz is None:
+        return
+    with st.sidebar if presenting() else st.container(horizontal=True, key=f"{PAGE}-class-quiz"):
+        if st.session_state.get(KEY_CLASS_QUIZ):
+            st.button("Close the quiz", key=f"{PAGE}.close_class_quiz", on_click=close_class_quiz, type="primary",
+                      help="The students go back to the step; the answers they submitted are kept.")
+            return
+        for phase in ("pre", "post"):
+            st.button(f"Open the quiz {PHASE_NAMES[phase]}", key=f"{PAGE}.open_class_quiz_{phase}",
+                      on_click=open_class_quiz, args=(phase,),
+                      help=f"{len(lesson.quiz.items)} questions on each student's device; their answers are kept "
+                           "for the class report (the Results page).")
+
+
+def quiz_scores(lesson: Lesson, phase: str) -> None:
+    """The teacher's live chart of the class's scores in the open quiz (from the channel, as students submit)."""
+    code = st.session_state[KEY_CODE]
+    items = len(lesson.quiz.items)
+    try:
+        counts = rooms().tally(code, lesson.id, QUIZ_STEPS[phase])
+    except RoomError as error:
+        st.error(str(error))
+        return
+    listen.answers_chart(code, watch_token(secret_hash(st.session_state[KEY_SECRET])), lesson.id, QUIZ_STEPS[phase],
+                         f"Scores so far (right answers of {items})", [f"{k} of {items}" for k in range(items + 1)],
+                         counts, key=f"{PAGE}.class_quiz_chart")
+
+
+def send_quiz_score(lesson_id: str, phase: str, right: int, items: int) -> None:
+    """A follower's saved quiz, told to the teacher's chart as its score (the answers are in the results store)."""
+    code = following()
+    if code:
+        try:
+            rooms().answer(code, student_id(), lesson_id, QUIZ_STEPS[phase], f"{right} of {items}")
+        except RoomError:  # the answers are saved; only the teacher's live chart misses this one
+            pass

@@ -118,8 +118,8 @@ def model_terms(model: str, device: str):
     return lambda words: in_model_terms(words, cls_token, sep_token)
 
 
-def _question(lesson: Lesson, number: int, step: Step, view: View, text: str, terms=lambda words: words
-              ) -> Answer | None:
+def _question(lesson: Lesson, number: int, step: Step, view: View, text: str, model: str,
+              terms=lambda words: words) -> Answer | None:
     """The question, its choices and *Check*; a checked answer also goes to the class this session follows."""
     question = step.question
     try:
@@ -136,7 +136,7 @@ def _question(lesson: Lesson, number: int, step: Step, view: View, text: str, te
                           horizontal=presenting())
         if st.button("Check", key=f"{PAGE}.check", disabled=choice is None, type="primary"):
             st.session_state[KEY_CHECKED] = (*where, choice)
-            room.send_answer(lesson.id, number, choice)
+            room.send_answer(lesson.id, number, choice, answer.verdict(choice), answer.right, question.text, model)
     checked = st.session_state.get(KEY_CHECKED)
     if checked and checked[:3] == where and checked[3] in answer.choices:
         if answer.verdict(checked[3]):
@@ -169,6 +169,6 @@ def draw_step(lesson: Lesson, number: int, model: str, device: str, text: str) -
         st.markdown(f"**Your turn:** {plain(terms(step.task))}")
     answer = None
     if step.question is not None and view is not None:
-        answer = _question(lesson, number, step, view, text, terms)
+        answer = _question(lesson, number, step, view, text, model, terms)
     st.html(f'<div class="lesson-step" data-lesson="{html.escape(lesson.id)}" data-step="{number}"></div>')
     return answer

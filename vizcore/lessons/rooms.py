@@ -53,12 +53,14 @@ class NotTheTeacher(RoomError):
 @dataclass(frozen=True)
 class Position:
     """Where the teacher is. ``moves`` counts the teacher's moves (0 when the room opens), so a student can tell a
-    new move from the one it already followed."""
+    new move from the one it already followed. ``quiz``: "pre" or "post" while the teacher has the lesson's quiz
+    before or after it open (the students see the quiz instead of the step), else ""."""
 
     lesson: str
     step: int  # 1-based, as in links
     text: str
     moves: int = 0
+    quiz: str = ""
 
 
 def normalise_code(typed: str) -> str:
@@ -103,12 +105,20 @@ def same_watch(stored_hash: str, token: str) -> bool:
     return hmac.compare_digest(watch_token(stored_hash), str(token))
 
 
-def check_move(lesson: str, step: int, text: str) -> tuple[str, int, str]:
+QUIZZES = ("", "pre", "post")
+# A quiz's submissions are counted as the answers of these steps of its lesson (``answer``, ``tally``): each student's
+# score ("3 of 4") is their answer, and the teacher's chart of the answers shows the class's scores as they come.
+QUIZ_STEPS = {"pre": 0, "post": -1}
+
+
+def check_move(lesson: str, step: int, text: str, quiz: str = "") -> tuple[str, int, str, str]:
     if not isinstance(step, int) or step < 1:
         raise RoomError(f"A step is a number from 1; got {step!r}.")
     if not str(lesson).strip():
         raise RoomError("A move needs a lesson.")
-    return str(lesson), int(step), str(text)
+    if quiz not in QUIZZES:
+        raise RoomError(f"A quiz is 'pre' or 'post' (or none); got {quiz!r}.")
+    return str(lesson), int(step), str(text), quiz
 
 
 def check_choice(choice: str) -> str:
@@ -141,8 +151,9 @@ class Rooms(Protocol):
     def position(self, code: str) -> Position:
         """The teacher's current position (reading does not keep the room open)."""
 
-    def move(self, code: str, secret: str, lesson: str, step: int, text: str) -> Position:
-        """The teacher moves the class; a move to the position it is at already changes nothing."""
+    def move(self, code: str, secret: str, lesson: str, step: int, text: str, quiz: str = "") -> Position:
+        """The teacher moves the class (to a step, or to the lesson's quiz ``pre`` or ``post``); a move to the
+        position it is at already changes nothing."""
 
     def answer(self, code: str, student: str, lesson: str, step: int, choice: str) -> None:
         """A student's answer to a step's question; the student's last answer to that step counts."""
@@ -196,7 +207,7 @@ class MemoryRooms:
             del self._rooms[code]
 
     def open(self, lesson: str, step: int, text: str) -> tuple[str, str]:
-        lesson, step, text = check_move(lesson, step, text)
+        lesson, step, text, _ = check_move(lesson, step, text)
         with self._lock:
             self._forget_old()
             code = new_code()
@@ -210,16 +221,16 @@ class MemoryRooms:
         with self._lock:
             return self._live(code)[1].position
 
-    def move(self, code: str, secret: str, lesson: str, step: int, text: str) -> Position:
-        lesson, step, text = check_move(lesson, step, text)
+    def move(self, code: str, secret: str, lesson: str, step: int, text: str, quiz: str = "") -> Position:
+        lesson, step, text, quiz = check_move(lesson, step, text, quiz)
         with self._lock:
             _, room = self._live(code)
             if not same_secret(room.secret_hash, secret):
                 raise NotTheTeacher(NOT_THE_TEACHER)
             room.touched = self._clock()
             old = room.position
-            if (old.lesson, old.step, old.text) != (lesson, step, text):
-                room.position = Position(lesson, step, text, old.moves + 1)
+            if (old.lesson, old.step, old.text, old.quiz) != (lesson, step, text, quiz):
+                room.position = Position(lesson, step, text, old.moves + 1, quiz)
             code, position = check_code(code), room.position
         if position != old:
             self.events.publish(code, MOVE)

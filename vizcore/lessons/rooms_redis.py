@@ -64,7 +64,7 @@ RESUBSCRIBE_S = 1.0  # after a lost subscription (the store restarted), the next
 
 # The room's liveness, as MemoryRooms._live decides it. ARGV[1] is the caller's clock; it returns a status word.
 _LIVE = """
-local room = redis.call('HMGET', KEYS[1], 'secret', 'touched', 'closed', 'lesson', 'step', 'text', 'moves')
+local room = redis.call('HMGET', KEYS[1], 'secret', 'touched', 'closed', 'lesson', 'step', 'text', 'moves', 'quiz')
 if not room[1] then return {'unknown'} end
 if room[3] == '1' or tonumber(ARGV[1]) - tonumber(room[2]) > %d then return {'ended'} end
 """ % IDLE_SECONDS
@@ -82,23 +82,25 @@ end
 _OPEN = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'secret', ARGV[1], 'lesson', ARGV[2], 'step', ARGV[3], 'text', ARGV[4],
-           'moves', 0, 'touched', ARGV[5], 'closed', 0)
+           'moves', 0, 'touched', ARGV[5], 'closed', 0, 'quiz', '')
 redis.call('EXPIRE', KEYS[1], %d)
 return 1
 """ % FORGET_SECONDS
 
-# KEYS: room, steps. ARGV: now, secret hash, lesson, step, text, events channel, code. A move to where the class is
-# changes nothing (but still keeps the room open, as MemoryRooms does) and is not published.
+# KEYS: room, steps. ARGV: now, secret hash, lesson, step, text, events channel, code, quiz. A move to where the class
+# is changes nothing (but still keeps the room open, as MemoryRooms does) and is not published. A room opened before
+# rooms had a quiz has none (false, read as '').
 _MOVE = _LIVE + _TOUCH + """
 if room[1] ~= ARGV[2] then return {'teacher'} end
 touch(ARGV[1])
-if room[4] ~= ARGV[3] or room[5] ~= ARGV[4] or room[6] ~= ARGV[5] then
+local quiz = room[8] or ''
+if room[4] ~= ARGV[3] or room[5] ~= ARGV[4] or room[6] ~= ARGV[5] or quiz ~= ARGV[8] then
   local moves = redis.call('HINCRBY', KEYS[1], 'moves', 1)
-  redis.call('HSET', KEYS[1], 'lesson', ARGV[3], 'step', ARGV[4], 'text', ARGV[5])
+  redis.call('HSET', KEYS[1], 'lesson', ARGV[3], 'step', ARGV[4], 'text', ARGV[5], 'quiz', ARGV[8])
   redis.call('PUBLISH', ARGV[6], ARGV[7] .. ' move')
-  return {'ok', ARGV[3], ARGV[4], ARGV[5], tostring(moves)}
+  return {'ok', ARGV[3], ARGV[4], ARGV[5], tostring(moves), ARGV[8]}
 end
-return {'ok', room[4], room[5], room[6], room[7]}
+return {'ok', room[4], room[5], room[6], room[7], quiz}
 """
 
 # KEYS: room, steps, this step's answers. ARGV: now, student, choice, events channel, code.
@@ -118,7 +120,7 @@ redis.call('PUBLISH', ARGV[3], ARGV[4] .. ' end')
 return {'ok'}
 """
 
-_FIELDS = ("touched", "closed", "lesson", "step", "text", "moves")  # what a read needs: not the secret's hash
+_FIELDS = ("touched", "closed", "lesson", "step", "text", "moves", "quiz")  # what a read needs: not the secret's hash
 
 
 class RedisRooms:
@@ -177,7 +179,7 @@ class RedisRooms:
             raise NotTheTeacher(NOT_THE_TEACHER)
 
     def open(self, lesson: str, step: int, text: str) -> tuple[str, str]:
-        lesson, step, text = check_move(lesson, step, text)
+        lesson, step, text, _ = check_move(lesson, step, text)
         secret = new_secret()
         while True:
             code = new_code()
@@ -190,7 +192,7 @@ class RedisRooms:
         code = check_code(code)
         room = dict(zip(_FIELDS, self._call(self._redis.hmget, self._keys(code)[0], _FIELDS)))
         self._check_live(code, room)
-        return Position(room["lesson"], int(room["step"]), room["text"], int(room["moves"]))
+        return Position(room["lesson"], int(room["step"]), room["text"], int(room["moves"]), room["quiz"] or "")
 
     def _check_live(self, code: str, room: dict) -> None:
         """As the scripts' _LIVE, for reads: the same clock, the same comparison in doubles."""
@@ -199,13 +201,13 @@ class RedisRooms:
         if room["closed"] == "1" or self._clock() - float(room["touched"]) > IDLE_SECONDS:
             raise RoomExpired(expired_message(code))
 
-    def move(self, code: str, secret: str, lesson: str, step: int, text: str) -> Position:
+    def move(self, code: str, secret: str, lesson: str, step: int, text: str, quiz: str = "") -> Position:
         code = check_code(code)
-        lesson, step, text = check_move(lesson, step, text)
+        lesson, step, text, quiz = check_move(lesson, step, text, quiz)
         reply = self._call(self._move, keys=list(self._keys(code)),
-                           args=[self._now(), secret_hash(str(secret)), lesson, step, text, self.channel, code])
+                           args=[self._now(), secret_hash(str(secret)), lesson, step, text, self.channel, code, quiz])
         self._raise_for(reply[0], code)
-        return Position(reply[1], int(reply[2]), reply[3], int(reply[4]))
+        return Position(reply[1], int(reply[2]), reply[3], int(reply[4]), reply[5] or "")
 
     def answer(self, code: str, student: str, lesson: str, step: int, choice: str) -> None:
         choice = check_choice(choice)

@@ -51,9 +51,15 @@ def gain(value: float | None) -> str:
     return "—" if value is None else f"{value:+.2f}"
 
 
+def wrong_answer(question: QuestionReport) -> str:
+    """"rome (3, after)": the most common wrong answer, how many gave it and when; "—" when nobody was wrong."""
+    if question.wrong is None:
+        return "—"
+    return f"{question.wrong} ({question.wrong_count}, {'after' if question.wrong_phase == 'post' else 'before'})"
+
+
 def _question_row(question: QuestionReport, base: str) -> str:
-    wrong = "—" if question.wrong is None else (
-        f"{_text(question.wrong)} ({question.wrong_count}, {'after' if question.wrong_phase == 'post' else 'before'})")
+    wrong = _text(wrong_answer(question))
     link = f"{base.rstrip('/')}{question.link}"
     return (f"<tr><th scope=\"row\">{_text(question.text)}</th><td>{question.before[0]}/{question.before[1]} "
             f"({share(question.share_before)})</td><td>{question.after[0]}/{question.after[1]} "

@@ -90,6 +90,27 @@ class ClassRecord:
     ended_at: str | None
 
 
+REPORT_KEY_GROUPS, REPORT_KEY_GROUP = 3, 4
+REPORT_KEY_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # as the class codes: nothing reads as 0/O or 1/I
+
+
+def new_report_key() -> str:
+    """What opens a class's report, also after the class and a restart: 12 symbols of 32 (60 bits), as
+    "K7P3-QX9A-M2TB"; the store keeps its hash only (``report_key_hash``)."""
+    import secrets
+
+    return "-".join("".join(secrets.choice(REPORT_KEY_ALPHABET) for _ in range(REPORT_KEY_GROUP))
+                    for _ in range(REPORT_KEY_GROUPS))
+
+
+def report_key_hash(typed: str) -> str:
+    """The hash of a report key as a person types it (any case, with or without the dashes and spaces)."""
+    import hashlib
+
+    key = "".join(ch for ch in str(typed).upper() if ch not in " -\t")
+    return hashlib.sha256(f"report:{key}".encode()).hexdigest()
+
+
 def now_iso(clock: Callable[[], float] = time.time) -> str:
     """UTC, ISO 8601 with microseconds and a Z: sorts as text in time order (the retention's comparison)."""
     return datetime.fromtimestamp(clock(), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
