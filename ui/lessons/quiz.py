@@ -105,9 +105,10 @@ def _result(lesson: Lesson, phase: str, class_code: str) -> None:
     st.markdown("**The questions you missed**, with the step that teaches each:")
     for missed in result.missed:
         link = html.escape(step_link(lesson.id, missed.step, lesson.sentence))
+        title = plain(lesson.steps[missed.step - 1].title)
         st.markdown(f"- {plain(missed.text)} You answered *{plain(missed.answer)}*; the model's answer is "
-                    f"**{plain(missed.right)}**. <a href=\"{link}\" target=\"_blank\" rel=\"noopener\">Step {missed.step}: "
-                    f"{plain(lesson.steps[missed.step - 1].title)}</a>", unsafe_allow_html=True)
+                    f"**{plain(missed.right)}**. <a href=\"{link}\" target=\"_blank\" rel=\"noopener\">Step "
+                    f"{missed.step}: {title}</a>", unsafe_allow_html=True)
 
 
 def draw_quiz(lesson: Lesson, phase: str, model: str, device: str, class_code: str = "") -> None:

@@ -224,6 +224,7 @@ def teacher_panel() -> None:
                 st.markdown(f"**Class {code}** · students open {link}")
                 st.html(_qr_html(link, 180))
             st.button("End the class", key=f"{PAGE}.end_class", on_click=end_class)
+            report_link()
         return
     # One row on the page (the step starts above the fold of a 1024 x 768 screen), the QR code and the large code
     # in the sidebar, where the teacher can show them.
@@ -243,6 +244,12 @@ def teacher_panel() -> None:
             st.warning(LOCAL_ONLY)
         else:
             st.html(_qr_html(link, 200))
+        report_link()
+
+
+def report_link() -> None:
+    """Where the teacher finds the class's report and its key (the Class results page, in this same session)."""
+    st.page_link("pages/results.py", label="The class report (and its key)", icon=":material/analytics:")
 
 
 def class_answers(lesson: Lesson, number: int, choices: Sequence[str] | None) -> None:
