@@ -34,6 +34,7 @@ sel = selection()
 
 if room.teaching():
     room.quiz_buttons(lesson)
+page.keep_step_choices()  # a quiz in place of the step must not reset the step's query token
 class_phase = room.class_quiz()
 if class_phase and lesson.quiz is not None:  # the class's quiz, opened by the teacher, in place of the step
     if room.teaching():

@@ -75,6 +75,14 @@ def frozen(params: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
 
 
+def keep_step_choices() -> None:
+    """Keep the step's query token through runs that do not draw its selectbox (a quiz in its place): Streamlit
+    forgets the value of a widget a run does not draw, and the browser, drawing the selectbox again, sent its first
+    entry ([CLS]) with the next click, so the step's question changed under a student's first answer after a quiz."""
+    if KEY_QUERY in st.session_state:
+        st.session_state[KEY_QUERY] = st.session_state[KEY_QUERY]
+
+
 def go_to(lesson: str, step: int) -> None:
     """Callback: open ``lesson`` at ``step`` (1-based). Another lesson brings its own sentence and query token; the
     query token the learner picked stays from step to step of one lesson; a check belongs to its step."""

@@ -102,7 +102,8 @@ def draw_report(code: str, key: str | None, lessons: Mapping[str, Lesson]) -> Cl
         st.subheader(plain(lesson.title))
         st.markdown(f"Right before the lesson: **{share(lesson.mean_before)}** · after: **{share(lesson.mean_after)}** "
                     f"· the class's normalised gain: **{gain(lesson.gain)}**")
-        st.plotly_chart(for_screen(score_distribution(lesson)), key=f"{PAGE}.scores.{lesson.lesson}", config=CHART)
+        st.plotly_chart(for_screen(score_distribution(lesson, titled=False)), key=f"{PAGE}.scores.{lesson.lesson}",
+                        config=CHART)
         st.caption(distribution_text(lesson))
         st.markdown(_table(
             [[q.text, f"{q.before[0]}/{q.before[1]} ({share(q.share_before)})",

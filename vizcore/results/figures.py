@@ -19,8 +19,9 @@ def counts(scores: tuple[int, ...], items: int) -> list[int]:
     return out
 
 
-def score_distribution(report: LessonReport) -> go.Figure:
-    """Students per score (right answers of ``report.items``), before and after the lesson, side by side."""
+def score_distribution(report: LessonReport, titled: bool = True) -> go.Figure:
+    """Students per score (right answers of ``report.items``), before and after the lesson, side by side. Untitled
+    (``titled=False``) where the page's heading names it: a plotly title is one line, cut on a phone."""
     scores = [str(score) for score in range(report.items + 1)]
     fig = go.Figure()
     for name, taken in (("before", report.scores_before), ("after", report.scores_after)):
@@ -33,8 +34,8 @@ def score_distribution(report: LessonReport) -> go.Figure:
                                                                            len(report.scores_after), 1) <= 10 else None)
     fig.update_layout(barmode="group", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0,
                                                "font": {"size": FONT_SIZE}}, uniformtext={"minsize": FONT_SIZE})
-    base_layout(fig, f"{report.title}: scores before and after", 380)
-    fig.update_layout(margin={"t": 90})
+    base_layout(fig, f"{report.title}: scores before and after" if titled else "", 380)
+    fig.update_layout(margin={"t": 90 if titled else 40})
     return fig
 
 
