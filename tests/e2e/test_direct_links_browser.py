@@ -39,7 +39,7 @@ PRETRAINING = "Pre-training: masked words & next sentence"  # the Fill-mask page
 # The navigation's titles: short enough for the sidebar of a 1024 x 768 screen (the headings say more)
 TITLES = ["Home", "Lessons", "Attention Explorer", "Attention, step by step", "Positional encoding",
           "Pre-training: masked words", "Generate", "Translate: the whole Transformer", "Fine-tuning lab", "Embeddings",
-          "Why?", "Corpus: many sentences"]
+          "Why?", "Corpus: many sentences", "Class results"]
 HEATMAP = ".js-plotly-plot .heatmaplayer"
 BARS = ".js-plotly-plot .barlayer"
 VIEW = ".ib-attention[data-head]"  # the client-side attention view (Home, the Explorer's heatmap)
@@ -61,6 +61,7 @@ CASES = {
     "why": ("/why", {"text": SENTENCE, "heads": "6:4,6:6"}, "Why?", "Why did the model say that?", BARS),
     "corpus": ("/corpus", {"text": SENTENCE, "relation": "dobj", "layer": "3", "head": "1"}, "Corpus: many sentences",
                "Corpus: what the heads do over many sentences", HEATMAP),
+    "results": ("/results", {"text": SENTENCE}, "Class results", "Class results", "[data-testid=stForm]"),
 }
 
 

@@ -27,7 +27,7 @@ from tests.e2e.conftest import (
 # by the presenter walk (tests/e2e/test_presenter_browser.py)
 PAGES = {"home": "", "attention": "attention", "step-by-step": "step-by-step",
          "positional": "positional", "fill-mask": "fill-mask", "generate": "generate", "translate": "translate",
-         "finetune": "finetune", "embeddings": "embeddings", "why": "why", "corpus": "corpus"}
+         "finetune": "finetune", "embeddings": "embeddings", "why": "why", "corpus": "corpus", "results": "results"}
 BODY_PX, LABEL_PX, SMALLEST_PX = 24, 20, 16
 
 
