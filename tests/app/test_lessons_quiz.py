@@ -151,3 +151,16 @@ def test_the_report_opens_with_the_class_key_only(new_app, expected):
     (button,) = [b for b in someone.button if b.label == "Open the report"]
     button.click().run()
     assert someone.header[0].value.startswith(f"Class {code}") and not any(key in i.value for i in someone.info)
+
+
+def test_a_bad_quiz_link_or_class_code_gets_a_message_and_loses_nothing(new_app):
+    at = new_app(PAGE, lesson="attention", step="2", quiz="during").run()
+    assert not at.exception and marker(at) == ("attention", 2)  # the step, not a quiz
+    assert any("quiz" in w.value and "pre, post" in w.value for w in at.warning)
+    someone = new_app(RESULTS).run()
+    someone.text_input(key="results.code").set_value("<script>x</script>")
+    someone.text_input(key="results.key").set_value("k")
+    (button,) = [b for b in someone.button if b.label == "Open the report"]
+    button.click().run()
+    assert not someone.exception and any("is not a class code" in e.value for e in someone.error)
+    assert someone.text_input(key="results.code").value == "<script>x</script>"  # what was typed stays

@@ -165,7 +165,7 @@ def teacher_view(lesson: Lesson, phase: str, model: str, device: str) -> None:
     st.subheader(f"Quiz {PHASE_NAMES[phase]}: {plain(lesson.title)}")
     st.markdown(f"The students answer {len(lesson.quiz.items)} questions on their own devices. Close the quiz when "
                 "they have submitted: the class goes back to the step, and the answers are kept for the class report "
-                "(the Results page).")
+                "(the Class results page).")
     room.quiz_scores(lesson, phase)
     items = or_stop(asked_items, lesson, phase, model, device)
     terms = model_terms(model, device)

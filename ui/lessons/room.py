@@ -249,7 +249,8 @@ def teacher_panel() -> None:
 
 def report_link() -> None:
     """Where the teacher finds the class's report and its key (the Class results page, in this same session)."""
-    st.page_link("pages/results.py", label="The class report (and its key)", icon=":material/analytics:")
+    st.page_link("pages/results.py", label="Class report", icon=":material/analytics:",
+                 help="The class's report and its key, on the Class results page.")
 
 
 def class_answers(lesson: Lesson, number: int, choices: Sequence[str] | None) -> None:
@@ -463,7 +464,7 @@ def quiz_buttons(lesson: Lesson) -> None:
             st.button(f"Open the quiz {PHASE_NAMES[phase]}", key=f"{PAGE}.open_class_quiz_{phase}",
                       on_click=open_class_quiz, args=(phase,),
                       help=f"{len(lesson.quiz.items)} questions on each student's device; their answers are kept "
-                           "for the class report (the Results page).")
+                           "for the class report (the Class results page).")
 
 
 def quiz_scores(lesson: Lesson, phase: str) -> None:
