@@ -45,7 +45,9 @@ class PageRun:
     error: str | None = None  # one of ERROR_KINDS
     detail: str = ""
     main: list[bytes] = field(default_factory=list)  # the main area's elements as they arrived (serialised protos)
+    arrived: list[float] = field(default_factory=list)  # seconds from the request to each of ``main``'s elements
     messages: int = 0
+    started: float = 0.0  # time.perf_counter() at the request
 
     @property
     def ok(self) -> bool:
@@ -55,6 +57,12 @@ class PageRun:
         """Whether ``text`` (UTF-8) appears in an element of the main area (not the sidebar)."""
         needle = text.encode("utf-8")
         return any(needle in element for element in self.main)
+
+    def seen_after(self, text: str) -> float | None:
+        """Seconds from the request to the first element of the main area showing ``text``, None if none did: when
+        the reader saw it, which may be before the run ended (``seconds``)."""
+        needle = text.encode("utf-8")
+        return next((at for element, at in zip(self.main, self.arrived) if needle in element), None)
 
     def text(self) -> str:
         """The main area's elements as one text (their serialised protos, decoded: strings readable, numbers not)."""
@@ -67,7 +75,8 @@ class PageRun:
 
 @dataclass
 class Widget:
-    """A widget on screen: its id (``$$ID-<hash>-<key>``), the ``WidgetState`` field its value goes in, the value."""
+    """A widget on screen: its id (``$$ID-<hash>-<key>``), the ``WidgetState`` field its value goes in, the value
+    (None: none yet, as a radio with ``index=None``; such a widget is not sent until it has one)."""
 
     id: str
     field: str
@@ -85,30 +94,36 @@ class StreamlitTab:
     a client that stops reading fills the server's send queue, and the server drops it.
     """
 
-    def __init__(self, url: str, timeout: float = RUN_TIMEOUT, connect_timeout: float = RUN_TIMEOUT) -> None:
+    def __init__(self, url: str, timeout: float = RUN_TIMEOUT, connect_timeout: float = RUN_TIMEOUT,
+                 cookies: dict[str, str] | None = None) -> None:
         parts = urlsplit(url)
         self.url = url
         self.origin = f"{parts.scheme}://{parts.netloc}"
         scheme = "wss" if parts.scheme == "https" else "ws"
         self.stream_url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
         self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.cookies = dict(cookies or {})  # sent with the upgrade: nginx's replica cookie, as a browser has it
         self.pages: dict[str, str] = {}  # URL path ("" for the default page) -> page_script_hash
         self.page_hash = ""
         self.query = ""
         self.widgets: dict[str, Widget] = {}  # id -> widget, those of the last run
+        self.buttons: dict[str, str] = {}  # key, and label, of each button of the last run -> its widget id
         self._socket: websockets.ClientConnection | None = None
         self._inbox: asyncio.Queue[ForwardMsg | None] = asyncio.Queue()
         self._reader: asyncio.Task | None = None
         self.closed_because = ""
+        self.upgrade_headers: dict[str, str] = {}
 
     async def connect(self) -> None:
         self._socket = await websockets.connect(
             self.stream_url, subprotocols=["streamlit"], origin=self.origin, max_size=None,
-            open_timeout=self.connect_timeout,
+            open_timeout=self.connect_timeout, additional_headers=_cookie_header(self.cookies),
             # A browser sends no protocol pings (nor, outside a hosting frame, Streamlit's app_heartbeat): the
             # websockets client's keepalive closed every socket of a 100-student class whose server was too busy
             # to answer within 20 s, which no browser would have done.
             ping_interval=None)
+        # The server's answer to the upgrade, names in lower case (behind nginx: which replica took the socket).
+        self.upgrade_headers = {name.lower(): value for name, value in self._socket.response.headers.raw_items()}
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
@@ -162,13 +177,28 @@ class StreamlitTab:
         widget.value = value
         return await self._rerun(run, time.perf_counter(), page_hash=self.page_hash)
 
+    async def click(self, name: str, values: dict[str, object] | None = None) -> PageRun:
+        """A click on the button ``name`` (its key, or its label: a form's submit button may have no key), after
+        ``values`` (widget key -> value) are given: one rerun carrying them and the click. A form is submitted this
+        way: the browser sends a form's values only with its submit button's click, in the same rerun."""
+        run = PageRun(self._page_path())
+        unknown = [key for key in values or {} if not any(w.key == key for w in self.widgets.values())]
+        if name not in self.buttons or unknown:
+            shown = sorted(w.key for w in self.widgets.values())
+            run.fail("exception", f"no button {name!r} ({sorted(self.buttons)}) or no widgets {unknown} ({shown})")
+            return run
+        for key, value in (values or {}).items():
+            next(w for w in self.widgets.values() if w.key == key).value = value
+        return await self._rerun(run, time.perf_counter(), page_hash=self.page_hash, clicked=self.buttons[name])
+
     def widget_value(self, key: str) -> object:
         return next((w.value for w in self.widgets.values() if w.key == key), None)
 
     def _page_path(self) -> str:
         return next((path for path, h in self.pages.items() if h == self.page_hash), "")
 
-    async def _rerun(self, run: PageRun, start: float, page_name: str = "", page_hash: str = "") -> PageRun:
+    async def _rerun(self, run: PageRun, start: float, page_name: str = "", page_hash: str = "",
+                     clicked: str = "") -> PageRun:
         while not self._inbox.empty():  # anything left from before (a late page_info_changed) is not this run's
             if self._inbox.get_nowait() is None:
                 self._inbox.put_nowait(None)
@@ -179,9 +209,13 @@ class StreamlitTab:
         state.page_name = page_name
         state.page_script_hash = page_hash
         for widget in self.widgets.values():
-            entry = state.widget_states.widgets.add()
-            entry.id = widget.id
-            _set_value(entry, widget.field, widget.value)
+            if widget.value is not None:
+                entry = state.widget_states.widgets.add()
+                entry.id = widget.id
+                _set_value(entry, widget.field, widget.value)
+        if clicked:  # a trigger: true for this rerun only, as a button's click is
+            state.widget_states.widgets.add(id=clicked, trigger_value=True)
+        run.started = start
         try:
             await self._socket.send(msg.SerializeToString())
             await asyncio.wait_for(self._collect(run), self.timeout)
@@ -196,6 +230,7 @@ class StreamlitTab:
         """Read this run's messages until its last ``script_finished`` (an ``st.rerun`` ends one run and starts
         the next: ``FINISHED_EARLY_FOR_RERUN`` is not the end)."""
         widgets: dict[str, Widget] = {}
+        buttons: dict[str, str] = {}
         while True:
             msg = await self._inbox.get()
             if msg is None:
@@ -206,60 +241,65 @@ class StreamlitTab:
             kind = msg.WhichOneof("type")
             if kind == "new_session":
                 self.page_hash = msg.new_session.page_script_hash
-                widgets = {}  # a new run draws the page again: its widgets are the ones on screen
+                widgets, buttons = {}, {}  # a new run draws the page again: its widgets are the ones on screen
             elif kind == "navigation":
                 self.pages = {page.url_pathname: page.page_script_hash for page in msg.navigation.app_pages}
                 self.page_hash = msg.navigation.page_script_hash or self.page_hash
             elif kind == "delta":
-                self._read_delta(msg, run, widgets)
+                self._read_delta(msg, run, widgets, buttons)
             elif kind == "page_not_found":
                 run.fail("page_not_found", f"page {msg.page_not_found.page_name!r} not found")
             elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
                 error = msg.session_event.script_compilation_exception
                 run.fail("exception", f"{error.type}: {error.message}")
             elif kind == "script_finished" and msg.script_finished in _FINAL:
-                self.widgets = widgets
+                self.widgets, self.buttons = widgets, buttons
                 return
 
-    def _read_delta(self, msg: ForwardMsg, run: PageRun, widgets: dict[str, Widget]) -> None:
+    def _read_delta(self, msg: ForwardMsg, run: PageRun, widgets: dict[str, Widget], buttons: dict[str, str]) -> None:
         if msg.delta.WhichOneof("type") != "new_element":
             return
         element = msg.delta.new_element
         kind = element.WhichOneof("type")
         if msg.metadata.delta_path and msg.metadata.delta_path[0] == RootContainer.MAIN:
             run.main.append(element.SerializeToString())
+            run.arrived.append(time.perf_counter() - run.started)
         if kind == "exception":
             run.fail("exception", f"{element.exception.type}: {element.exception.message}")
         elif kind == "alert" and element.alert.format == Alert.ERROR:
             run.fail("error_box", element.alert.body)
         proto = getattr(element, kind) if kind else None
         widget_id = getattr(proto, "id", "") if proto is not None and "id" in proto.DESCRIPTOR.fields_by_name else ""
-        if widget_id:
+        if widget_id and kind == "button":
+            buttons[Widget(widget_id, "", None).key] = buttons[proto.label] = widget_id
+        elif widget_id:
             known = self.widgets.get(widget_id)
             reported = _reported_value(kind, proto)
             if reported is not None:
                 field_name, value = reported
                 # The browser keeps what it has unless the server sets the value (set_value): a widget's own
                 # value survives reruns; a new widget starts at what the server sent.
-                if known is not None and not getattr(proto, "set_value", False):
+                if known is not None and known.value is not None and not getattr(proto, "set_value", False):
                     value = known.value
                 widgets[widget_id] = Widget(widget_id, field_name, value)
 
 
 def _reported_value(kind: str, proto) -> tuple[str, object] | None:
     """(``WidgetState`` field, value) a browser reports for a widget element, None for a widget this client does not
-    report (buttons, which only report clicks; components; uploads): the server keeps their last values."""
+    report (buttons, which only report clicks; components; uploads): the server keeps their last values. The value
+    is None for a text box or a choice with none yet (``value=None``, ``index=None``): there is nothing to report
+    until one is given, but its id is known."""
     set_value = getattr(proto, "set_value", False)
     if kind in ("text_area", "text_input"):
         if proto.HasField("value"):
             return "string_value", proto.value
-        return ("string_value", proto.default) if proto.HasField("default") else None
+        return "string_value", proto.default if proto.HasField("default") else None
     if kind == "checkbox":
         return "bool_value", proto.value if set_value else proto.default
     if kind in ("selectbox", "radio"):
         if proto.HasField("raw_value"):
             return "string_value", proto.raw_value
-        return ("string_value", proto.options[proto.default]) if proto.HasField("default") else None
+        return "string_value", proto.options[proto.default] if proto.HasField("default") else None
     if kind == "number_input":
         if proto.HasField("value"):
             return "double_value", proto.value
@@ -275,6 +315,10 @@ def _reported_value(kind: str, proto) -> tuple[str, object] | None:
     if kind == "multiselect":
         return "string_array_value", list(proto.raw_values) if set_value else [proto.options[i] for i in proto.default]
     return None
+
+
+def _cookie_header(cookies: dict[str, str]) -> dict[str, str]:
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())} if cookies else {}
 
 
 def _set_value(entry, field_name: str, value: object) -> None:
