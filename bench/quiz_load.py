@@ -288,7 +288,8 @@ def main() -> None:
     table = markdown_table(["students", "server", "submit to 'saved' p50 / p95 / max (s)", "saved / late / lost",
                             "errors", "servers' CPU over the submits (CPU-s)", "the bench's own CPU (CPU-s)",
                             "other processes during the submits (cores busy)", "load (1 min) before / after"], rows)
-    body = (f"### A class submitting a quiz at once (`python -m bench.quiz_load`)\n\n{__doc__.split(chr(10), 2)[2]}"
+    body = (f"## A class submitting a quiz at once (`python -m bench.quiz_load`)\n\n"
+            f"{__doc__.split(chr(10), 2)[2].lstrip(chr(10))}"
             f"\n{table}\n\nAt the start: `{started}`; at the end: `{uptime()}`. "
             + ("Every goal met in this run." if not problems else "Short of: " + "; ".join(problems) + "."))
     print(body)
