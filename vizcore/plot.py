@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 import threading
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -339,6 +340,17 @@ def own_copy(figure):
         return go.Figure(figure)
 
 
+@dataclass(frozen=True)
+class HtmlFigure:
+    """A figure drawn as HTML where a chart would cut its text: words that wrap to the width (the masking draw's
+    tokens, "brown → [MASK]", each in its coloured box). ``body`` is self-contained HTML without script, sized in em
+    so that a page's larger type (the projector's) grows it; ``alt`` says in words what it shows."""
+
+    title: str
+    body: str
+    alt: str
+
+
 def for_projector(figure):
     """A copy of a plotly or altair figure re-laid for a projector: every font scaled from the house size to
     ``PROJECTOR_FONT_SIZE`` (none below ``PROJECTOR_MIN_SIZE``), the height and margins grown by as much, axes
@@ -346,6 +358,8 @@ def for_projector(figure):
     is left as it was (a cached figure is shared); a figure re-laid already comes back as it is."""
     if isinstance(figure, go.Figure):
         return _plotly_for_projector(figure)
+    if isinstance(figure, HtmlFigure):  # HTML text: the page's own (projector) size already
+        return figure
     return _altair_for_projector(figure)
 
 

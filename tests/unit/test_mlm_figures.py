@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from transformers import AutoTokenizer
@@ -22,6 +24,7 @@ from vizcore.mlm.figures import (
     rates_bars,
 )
 from vizcore.mlm.fill_mask import LogitLens, Prediction
+from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED
 from vizcore.mlm.masking_demo import draw_masking, measure_rates
 from vizcore.model.loading import BUILTIN_MODELS, DEFAULT_MODEL
 
@@ -119,3 +122,24 @@ def test_masking_strip_colours_each_token_by_kind_with_a_legend():
     rows = rates.rows()
     np.testing.assert_allclose(bars.data[0].error_y.array, [2 * r["std_error"] for r in rows])
     np.testing.assert_allclose(bars.data[1].y, [0.15, 0.8, 0.1, 0.1])
+
+
+def test_masking_tokens_say_what_the_rule_did_to_each_token_in_reading_order_as_text_that_wraps():
+    from tests.unit.test_colours import masking_draw
+    from vizcore.colours import contrast_ratio
+    from vizcore.mlm.figures import masking_tokens
+
+    draw = masking_draw()
+    draw = type(draw)(**{**draw.__dict__, "tokens": ["[CLS]", "<b>", "b", "c", "d", "[SEP]"],
+                         "shown": ["[CLS]", "<b>", "<mask>", "x", "d", "[SEP]"], "mask_token": "<mask>"})
+    figure = masking_tokens(draw, "One draw")
+    said = re.findall(r'<span class="mask-token" style="background:([^;]+);color:([^;]+);border-color:([^"]+)"'
+                      r'[^>]*>([^<]*)</span>', figure.body)
+    assert [text for *_, text in said] == ["[CLS]", "&lt;b&gt;", "b → &lt;mask&gt;", "c → x", "d (kept)", "[SEP]"]
+    expected = [KIND_STYLE[code][1] for code in (-1, NOT_SELECTED, MASKED, RANDOM, UNCHANGED, -1)]
+    assert [border for _, _, border, _ in said] == [c if c != "#ffffff" else "#555555" for c in expected]
+    assert all(contrast_ratio(background, colour) >= 7 for background, colour, _, _ in said)  # a projector's 7:1
+    assert len({background for background, *_ in said}) == 5  # each of the five kinds its own tint
+    assert "white-space:nowrap" in figure.body and "<script" not in figure.body
+    assert "chosen → &lt;mask&gt; (80 %)" in figure.body  # the legend names the mask as the model writes it
+    assert figure.alt == "One draw. Replaced: b → <mask>; c → x. Chosen and left unchanged: d."

@@ -20,7 +20,7 @@ from vizcore.lessons.answers import ANSWERS, Answer
 from vizcore.lessons.kinds import KINDS, query_position
 from vizcore.lessons.lesson import Lesson, Step, in_model_terms
 from vizcore.lessons.view import View
-from vizcore.plot import own_copy
+from vizcore.plot import HtmlFigure, own_copy
 
 
 def _query_params(step: Step, model: str, device: str, text: str) -> dict:
@@ -58,13 +58,15 @@ def draw_figures(view: View, key: str, fill: bool) -> None:
     if not fill:
         for i, figure in enumerate(view.figures):
             shown, title = _title_above(for_screen(figure))  # the view is shared: each copies under own_copy's lock
+            if isinstance(figure, HtmlFigure):
+                shown, title = figure, figure.title
             if title:
                 st.caption(f"**{plain(title)}**")
             _chart(shown, f"{key}.figure{i}", "content")
         return
     with st.container(key=f"{PAGE}-figures", horizontal=True, height="stretch"):
         for i, figure in enumerate(view.figures):
-            shown, title = fitted(for_screen(figure))
+            shown, title = (figure, figure.title) if isinstance(figure, HtmlFigure) else fitted(for_screen(figure))
             with st.container(height="stretch", gap="small"):
                 if title:
                     st.caption(f"**{plain(title)}**")
@@ -100,7 +102,9 @@ def _title_above(figure):
 
 
 def _chart(figure, key: str, height: str) -> None:
-    if hasattr(figure, "to_plotly_json"):
+    if isinstance(figure, HtmlFigure):
+        st.html(figure.body)
+    elif hasattr(figure, "to_plotly_json"):
         st.plotly_chart(for_screen(figure), key=key, config=CHART, height=height)
     else:
         st.altair_chart(for_screen(figure), key=key, height=height)

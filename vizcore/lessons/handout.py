@@ -25,6 +25,7 @@ from vizcore.lessons.course import step_link
 from vizcore.lessons.kinds import KINDS, Source
 from vizcore.lessons.lesson import Lesson, Step
 from vizcore.lessons.view import View
+from vizcore.plot import HtmlFigure
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 SVG_WIDTH = 640  # an altair chart as wide as the app's column draws it
@@ -114,6 +115,8 @@ def _svg(chart) -> str:
 def _figure(figure, where: str, alternative: str) -> str:
     """One figure: a plotly div (drawn by the page's one copy of plotly.js; named for a screen reader by a caption
     only it reads, the chart draws its title itself) or an altair chart as an SVG image with its ``alt`` text."""
+    if isinstance(figure, HtmlFigure):  # words that wrap (the masking draw): the HTML itself, its title as caption
+        return f"<figure>{figure.body}<figcaption>{_text(figure.title)}</figcaption></figure>"
     named = f"{_title(figure) or 'A figure'}. {alternative}".strip()
     if hasattr(figure, "to_plotly_json"):
         # Streamlit's plotly theme grows the margins to fit the tick labels; plain plotly.js keeps the figure's

@@ -354,7 +354,7 @@ def _unique(labels: list[str]) -> list[str]:
 # ---- lesson 6: pre-training (vizcore.mlm: the offline masked-LM and next-sentence models) ------------------------
 
 def masking(source: Source, text: str, params: Mapping) -> View:
-    from vizcore.mlm.figures import masking_strip, rates_bars
+    from vizcore.mlm.figures import masking_tokens, rates_bars
     from vizcore.mlm.masking_demo import draw_masking, measure_rates
     from vizcore.model.catalog import fill_mask_model
 
@@ -363,7 +363,7 @@ def masking(source: Source, text: str, params: Mapping) -> View:
     draw = draw_masking(tokenizer, sentence, int(params["seed"]))
     rates = measure_rates(tokenizer, sentence, int(params["draws"]), 0)
     rows = rates.rows()
-    return View(figures=[masking_strip(draw, "One draw of the 15 % rule"),
+    return View(figures=[masking_tokens(draw, "One draw of the 15 % rule"),
                          rates_bars(rates, f"What {rates.draws:,} draws did")],
                 numbers={"selected": Number(rows[0]["measured"], "{value:.1%} of the ordinary tokens were chosen"),
                          "masked": Number(rows[1]["measured"], "{value:.1%} of the chosen became [MASK]")})

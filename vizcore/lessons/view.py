@@ -38,7 +38,8 @@ class Number:
 
 @dataclass(frozen=True)
 class View:
-    """One step's live view: figures (plotly or altair objects, not displayed here), a caption in markdown, and
+    """One step's live view: figures (plotly or altair objects, or ``vizcore.plot.HtmlFigure``, not displayed here),
+    a caption in markdown, and
     the named series and numbers its question may read."""
 
     figures: list[Any]

@@ -6,12 +6,14 @@ Probabilities are shown as percentages with the exact value on hover.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from vizcore.colours import ATTENTION, PROBABILITY
+from vizcore.colours import ATTENTION, DARK_TEXT, PROBABILITY
 from vizcore.mlm.fill_mask import LogitLens, Prediction
 from vizcore.mlm.masking import MASKED, NOT_SELECTED, RANDOM, UNCHANGED
 from vizcore.mlm.masking_demo import MaskingDraw, MaskingRates
@@ -20,6 +22,7 @@ from vizcore.plot import (
     FONT_SIZE,
     SEGMENT_COLOURS,
     TICK_FONT_SIZE,
+    HtmlFigure,
     base_layout_dict,
     cell_text,
     colour_bar,
@@ -39,6 +42,9 @@ KIND_STYLE = {  # code -> (legend name, colour); colour-blind-safe (Okabe-Ito)
     UNCHANGED: ("selected → left unchanged (10 %)", "#009e73"),
 }
 TOKENS_PER_ROW = 7  # at 1024 px wide a cell is then about 90 px: room for "quick → ideology" on two lines
+BOX_TINT = 0.3  # a token box's background: this much of its kind's colour over white
+KIND_SHORT = {SPECIAL: "special", NOT_SELECTED: "not chosen", MASKED: "chosen → [MASK] (80 %)",
+              RANDOM: "chosen → random (10 %)", UNCHANGED: "chosen, kept (10 %)"}  # the tokens' legend, on one line
 
 
 def plain(text: str) -> str:
@@ -283,6 +289,44 @@ def masking_strip(draw: MaskingDraw, title: str) -> go.Figure:
     fig.update_layout(legend={"orientation": "h", "y": -0.02, "yanchor": "top", "font": {"size": TICK_FONT_SIZE}},
                       plot_bgcolor="white")
     return compact_layout(fig, title, height=int(70 * rows + 180))
+
+
+def _box_style(colour: str) -> str:
+    """A token's box: the kind's colour as a thick border around a pale tint of it, the text black on the tint
+    (13:1 or more: a projector's 7:1; white on the Okabe-Ito blue was 5:1)."""
+    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    tint = "#" + "".join(f"{round(255 - (255 - c) * BOX_TINT):02x}" for c in (red, green, blue))
+    return f"background:{tint};color:{DARK_TEXT};border-color:{'#555555' if colour == '#ffffff' else colour}"
+
+
+def masking_tokens(draw: MaskingDraw, title: str) -> HtmlFigure:
+    """The draw as tokens in reading order that wrap to the page's width, each in a box coloured by what the rule did
+    to it and saying it ("brown → [MASK]", "fox (kept)"), with the legend: the strip's content where text is as large
+    as a projector needs (its heatmap cells cut "jumps → <mask>" at 20 px)."""
+    codes = np.where(draw.special, SPECIAL, draw.kinds).astype(int)
+    boxes = []
+    for token, shown, code in zip(draw.tokens, draw.shown, codes):
+        name, colour = KIND_STYLE[int(code)]
+        said = (f"{token} → {shown}" if shown != token else f"{token} (kept)" if code == UNCHANGED else token)
+        boxes.append(f'<span class="mask-token" style="{_box_style(colour)}" '
+                     f'title="{html.escape(name.replace("[MASK]", draw.mask_token), quote=True)}">'
+                     f"{html.escape(said)}</span>")
+    legend = "".join(f'<span class="mask-key"><span class="mask-swatch" style="{_box_style(KIND_STYLE[code][1])}">'
+                     f"</span>{html.escape(name.replace('[MASK]', draw.mask_token))}</span>"
+                     for code, name in KIND_SHORT.items())
+    style = ("<style>.mask-draw{line-height:1.7;font-size:.9em}.mask-token{display:inline-block;padding:0 .3em;"
+             "margin:.1em .12em;border:3px solid;border-radius:.25em;white-space:nowrap}.mask-keys{font-size:.8em;"
+             "line-height:1.4;"
+             "margin-top:.3em}.mask-key{display:inline-block;margin-right:.8em;white-space:nowrap}.mask-swatch{display:"
+             "inline-block;width:.9em;height:.9em;border:3px solid;margin-right:.3em;vertical-align:-.1em;"
+             "box-sizing:border-box}</style>")
+    said = "; ".join(f"{t} → {s}" for t, s, code in zip(draw.tokens, draw.shown, codes)
+                     if code in (MASKED, RANDOM)) or "none"
+    kept = ", ".join(t for t, code in zip(draw.tokens, codes) if code == UNCHANGED) or "none"
+    alt = f"{title}. Replaced: {said}. Chosen and left unchanged: {kept}."
+    body = (f'{style}<div class="mask-draw"><div>{"".join(boxes)}</div>'
+            f'<div class="mask-keys">{legend}</div></div>')  # the tokens and the legend read as text: their own alt
+    return HtmlFigure(title=title, body=body, alt=alt)
 
 
 def rates_table(rates: MaskingRates) -> pd.DataFrame:
