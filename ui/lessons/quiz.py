@@ -32,6 +32,7 @@ from vizcore.results.stores import server_results
 KEY_QUIZ = f"{PAGE}.quiz"  # "pre" or "post": this learner's own quiz (the link's quiz=), "" none
 KEY_NICKNAME = room.KEY_NICKNAME
 KEY_SAVED = f"{PAGE}.quiz_saved"  # {(class, lesson, phase)}: the quizzes this session saved
+KEY_PROBLEM = f"{PAGE}.quiz_problem"  # (kind, message) of a submit that saved nothing, said by the next run
 STORED = ("What is stored: your answers, whether each was right, a random id of this browser session (no name), the "
           "nickname if you type one, the model and the time; deleted after {days:g} days.")
 
@@ -61,15 +62,17 @@ def _choice_key(lesson: Lesson, phase: str, item: Asked) -> str:
     return f"{PAGE}.quiz.{lesson.id}.{phase}.{item.id}"
 
 
-def _save(lesson: Lesson, phase: str, items: list[Asked], model: str, class_code: str) -> bool:
-    """Store the form's answers (all or none); False with the message on the page when they are not stored."""
+def _save(lesson: Lesson, phase: str, items: list[Asked], model: str, class_code: str) -> None:
+    """Callback of *Submit my answers*: store the form's answers (all or none) before the page runs, so that the run
+    that follows draws the result, once (saving in the run and then rerunning drew the whole form, figures and all,
+    for nothing: half of a class's submit cost, bench/quiz_load.py). What went wrong is kept for the run to say."""
     state = st.session_state
     missing = [i for i, item in enumerate(items, 1) if state.get(_choice_key(lesson, phase, item)) is None]
     if missing:
-        st.warning(f"Answer every question before you submit: question{'s' if len(missing) > 1 else ''} "
-                   f"{', '.join(map(str, missing))} {'have' if len(missing) > 1 else 'has'} no answer yet. Your "
-                   "other answers are kept.")
-        return False
+        state[KEY_PROBLEM] = ("warning", f"Answer every question before you submit: question"
+                              f"{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
+                              f"{'have' if len(missing) > 1 else 'has'} no answer yet. Your other answers are kept.")
+        return
     nickname = " ".join(str(state.get(KEY_NICKNAME) or "").split())[:MAX_NICKNAME_CHARS]
     student, when = student_id(), now_iso()
     rows = [Row(class_code, lesson.id, phase, item.id, student, nickname, state[_choice_key(lesson, phase, item)],
@@ -78,12 +81,16 @@ def _save(lesson: Lesson, phase: str, items: list[Asked], model: str, class_code
     try:
         server_results().record(rows)
     except VizError as error:
-        st.error(f"Your answers were not saved: {error} They are still in the form: submit again.")
-        return False
+        state[KEY_PROBLEM] = ("error", f"Your answers were not saved: {error} They are still in the form: submit "
+                                       "again.")
+        return
     state.setdefault(KEY_SAVED, set()).add((class_code, lesson.id, phase))
     if class_code:
         room.send_quiz_score(lesson.id, phase, sum(row.correct for row in rows), len(rows))
-    return True
+
+
+def _again(where: tuple[str, str, str]) -> None:
+    st.session_state.get(KEY_SAVED, set()).discard(where)
 
 
 def _result(lesson: Lesson, phase: str, class_code: str) -> None:
@@ -117,15 +124,13 @@ def draw_quiz(lesson: Lesson, phase: str, model: str, device: str, class_code: s
     from vizcore.results.stores import retention_days
 
     st.subheader(f"Quiz {PHASE_NAMES[phase]}: {plain(lesson.title)}")
+    where = (class_code, lesson.id, phase)
+    if where in st.session_state.get(KEY_SAVED, set()):
+        _result(lesson, phase, class_code)
+        st.button("Answer again", key=f"{PAGE}.quiz_again", on_click=_again, args=(where,))
+        return
     items = or_stop(asked_items, lesson, phase, model, device)
     terms = model_terms(model, device)
-    saved = st.session_state.get(KEY_SAVED, set())
-    if (class_code, lesson.id, phase) in saved:
-        _result(lesson, phase, class_code)
-        if st.button("Answer again", key=f"{PAGE}.quiz_again"):
-            saved.discard((class_code, lesson.id, phase))
-            st.rerun()
-        return
     st.caption(f"{len(items)} questions on the model on screen · " + STORED.format(days=retention_days()))
     st.markdown(f"The quiz's sentence: **{plain(lesson.quiz.sentences[phase])}**")
     with st.form(key=f"{PAGE}-quiz-{lesson.id}-{phase}", enter_to_submit=False):
@@ -141,9 +146,11 @@ def draw_quiz(lesson: Lesson, phase: str, model: str, device: str, class_code: s
             label = re.sub(r"([<>])", r"\\\1", f"Question {i}: {terms(item.text)}")  # "</s>" as itself
             st.radio(label, item.answer.choices, index=None,
                      key=_choice_key(lesson, phase, item), label_visibility="collapsed")
-        submitted = st.form_submit_button("Submit my answers", type="primary")
-    if submitted and _save(lesson, phase, items, model, class_code):
-        st.rerun()
+        problem = st.session_state.pop(KEY_PROBLEM, None)
+        if problem:
+            (st.warning if problem[0] == "warning" else st.error)(problem[1])
+        st.form_submit_button("Submit my answers", type="primary", on_click=_save,
+                              args=(lesson, phase, items, model, class_code))
     st.html(f'<div class="lesson-quiz" data-lesson="{html.escape(lesson.id)}" data-phase="{phase}"></div>')
 
 
