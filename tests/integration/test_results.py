@@ -5,41 +5,18 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
+from tests.support.results_contract import check_every_quiz_said_saved_is_stored, killed_writer
 from vizcore.lessons.lesson import load_lessons
 from vizcore.results.store import SqliteResults
-
-WRITER = textwrap.dedent("""
-    import sys
-    from vizcore.results.store import Row, SqliteResults, now_iso
-    results = SqliteResults(sys.argv[1])
-    for i in range(100000):
-        results.record([Row("K7P3QX", "attention", "pre", f"q{j}", f"s{i}", "", "a", True, now_iso())
-                        for j in range(5)])
-        print(i, flush=True)  # said only once stored: what a student would have seen as "saved"
-""")
 
 
 def test_a_server_killed_with_sigkill_loses_no_answer_it_said_was_saved(tmp_path):
     path = tmp_path / "r.sqlite3"
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": os.getcwd()})
-    acknowledged = -1
-    for line in writer.stdout:
-        acknowledged = int(line)
-        if acknowledged >= 40:
-            break
-    os.kill(writer.pid, signal.SIGKILL)
-    writer.wait()
-    stored = SqliteResults(path).answers()
-    students = {r.student for r in stored}
-    assert {f"s{i}" for i in range(acknowledged + 1)} <= students
-    assert len(stored) % 5 == 0  # a quiz is stored whole or not at all
+    said, _ = killed_writer(str(path), lambda writer: os.kill(writer.pid, signal.SIGKILL))
+    check_every_quiz_said_saved_is_stored(SqliteResults(path).answers(), said)
 
 
 LESSONS = {lesson.id: lesson for lesson in load_lessons()}

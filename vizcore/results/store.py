@@ -8,11 +8,12 @@ the model, and when (ISO 8601, UTC). A student's last answer to a question of a 
 the first. A class also keeps its row (``classes``): when it opened and ended, and the hash of the teacher's report
 key, the only thing that opens its report.
 
-SQLite (the default: one file under the app's cache folder, created on first use): WAL journal and
+Two stores, one behaviour: ``SqlResults`` holds every method and the SQL, and each store gives its connection.
+SQLite (``SqliteResults``, the default: one file under the app's cache folder, created on first use): WAL journal and
 ``synchronous=FULL``, so ``record`` returns only once the answers are on disk, and a server killed with SIGKILL the
 moment after loses none of them; several processes (the replicas of deploy/replicas.py on one machine) share the
 file, each write taking SQLite's lock in turn (``busy_timeout``). The schema is versioned: ``MIGRATIONS`` is the list
-of changes, applied in order at open and recorded in ``schema_migrations``; a file made by a newer version of the
+of changes, applied in order at open and recorded in ``schema_migrations``; a store made by a newer version of the
 app is refused with a message, never changed.
 
 Privacy: answers older than ``retention_days`` (``VIZCORE_RESULTS_DAYS``, default 30) are deleted at open and then at
@@ -28,10 +29,11 @@ import time
 from dataclasses import astuple, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from vizcore.errors import VizError
 
+T = TypeVar("T")
 PHASES = ("pre", "post", "step")
 MAX_NICKNAME_CHARS = 40
 MAX_ANSWER_CHARS = 200
@@ -125,18 +127,154 @@ def check_row(row: Row) -> Row:
         raise ResultsError(f"An answer is one of the question's choices (at most {MAX_ANSWER_CHARS} characters).")
     if not row.student or not row.lesson or not row.question:
         raise ResultsError("An answer needs its student, lesson and question.")
+    if any("\x00" in str(value) for value in astuple(row)):  # PostgreSQL's text cannot hold it
+        raise ResultsError("An answer, a nickname or a question cannot hold the character NUL.")
     return row
 
 
-class SqliteResults:
-    """The store in one SQLite file. One connection per process behind a lock (Streamlit runs each session in its own
-    thread; a write is a few milliseconds), WAL so that readers never wait for a writer."""
+class SqlResults:
+    """What every store does, written once, so that they behave alike (tests/support/results_contract.py checks it).
 
-    def __init__(self, path: Path | str, retention_days: float = 30.0, clock: Callable[[], float] = time.time) -> None:
-        self.path = Path(path).expanduser()
+    The SQL is portable (``?`` parameters, standard upserts; ``rowid`` is SQLite's own).
+    A store gives the connection: ``_read`` (one query), ``_write`` (work done in one transaction, all or none,
+    durable when it returns) and ``_migrating`` (as ``_write``, holding the lock that every process opening the same
+    store takes for its migrations), each under ``self._lock``: Streamlit runs each session in its own thread.
+    ``named`` is what the messages call the store ("results file /path").
+    """
+
+    named: str
+
+    def __init__(self, retention_days: float, clock: Callable[[], float]) -> None:
         self.retention_days, self._clock = float(retention_days), clock
         self._lock = threading.Lock()
         self._purged = 0.0
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def _write(self, work: Callable[[Any], T]) -> T:
+        raise NotImplementedError
+
+    def _migrating(self, work: Callable[[Any], None]) -> None:
+        raise NotImplementedError
+
+    def _statements(self, number: int, sql: str) -> list[str]:
+        """Migration ``number``'s statements on this store's database."""
+        return [statement for statement in sql.split(";") if statement.strip()]
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # ---- the schema ----
+
+    def schema_version(self) -> int:
+        return int(self._read("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0])
+
+    def _migrate(self) -> None:
+        """Every migration not yet applied, in order, in one transaction under the migrations' lock, so two replicas
+        starting at once apply each migration once."""
+
+        def work(db) -> None:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                       "applied_at TEXT NOT NULL)")
+            version = int(db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+            if version > len(MIGRATIONS):
+                raise ResultsError(f"The {self.named} has schema version {version}, made by a newer version of this "
+                                   f"app (this one knows {len(MIGRATIONS)}): update the app.")
+            for number, sql in enumerate(MIGRATIONS[version:], version + 1):
+                for statement in self._statements(number, sql):
+                    db.execute(statement)
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, now_iso(self._clock)))
+
+        self._migrating(work)
+
+    # ---- answers ----
+
+    def record(self, rows: Sequence[Row]) -> None:
+        """Store ``rows`` (a quiz's answers) all or none; when this returns they are on disk. A student's new answer
+        to a question replaces their last one."""
+        rows = [check_row(row) for row in rows]
+        if not rows:
+            return
+        self._maybe_purge()
+        names = ", ".join(f'"{name}"' for name in COLUMNS)
+        values = ", ".join("?" * len(COLUMNS))
+        updates = ", ".join(f'"{name}" = excluded."{name}"' for name in COLUMNS[5:])
+        sql = (f"INSERT INTO answers ({names}) VALUES ({values}) ON CONFLICT (class, lesson, phase, question, student) "
+               f"DO UPDATE SET {updates}")
+        self._write(lambda db: db.executemany(sql, [(*astuple(row)[:7], int(bool(row.correct)), *astuple(row)[8:])
+                                                    for row in rows]))
+
+    def answers(self, class_code: str | None = None, lesson: str | None = None) -> list[Row]:
+        """Every stored answer (of one class, one lesson), in the order they were given."""
+        where, args = [], []
+        if class_code is not None:
+            where.append('"class" = ?')
+            args.append(class_code)
+        if lesson is not None:
+            where.append("lesson = ?")
+            args.append(lesson)
+        return self._rows(" AND ".join(where), args)
+
+    def student_answers(self, student: str) -> list[Row]:
+        return self._rows("student = ?", [student])
+
+    def _rows(self, where: str, args: Sequence[object]) -> list[Row]:
+        """In the order given: by time, then as stored (``rowid``: the answers of one quiz share their time)."""
+        sql = (f"SELECT {', '.join(chr(34) + c + chr(34) for c in COLUMNS)} FROM answers"
+               + (f" WHERE {where}" if where else "") + " ORDER BY answered_at, rowid")
+        return [Row(*values[:7], bool(values[7]), *values[8:]) for values in self._read(sql, args)]
+
+    # ---- classes ----
+
+    def open_class(self, code: str, report_key_hash: str) -> None:
+        self._write(lambda db: db.execute(
+            "INSERT INTO classes VALUES (?, ?, ?, NULL) ON CONFLICT (code) DO UPDATE SET "
+            "report_key_hash = excluded.report_key_hash, opened_at = excluded.opened_at, ended_at = NULL",
+            (code, report_key_hash, now_iso(self._clock))))
+
+    def end_class(self, code: str) -> None:
+        self._write(lambda db: db.execute("UPDATE classes SET ended_at = ? WHERE code = ? AND ended_at IS NULL",
+                                          (now_iso(self._clock), code)))
+
+    def class_record(self, code: str) -> ClassRecord | None:
+        found = self._read("SELECT code, report_key_hash, opened_at, ended_at FROM classes WHERE code = ?", (code,))
+        return ClassRecord(*found[0]) if found else None
+
+    # ---- retention ----
+
+    def purge(self) -> int:
+        """Delete the answers older than the retention, and the classes left with none that are as old; returns how
+        many answers went."""
+        cutoff = (datetime.fromtimestamp(self._clock(), timezone.utc) - timedelta(days=self.retention_days)
+                  ).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+        def work(db) -> int:
+            gone = db.execute("DELETE FROM answers WHERE answered_at < ?", (cutoff,)).rowcount
+            db.execute('DELETE FROM classes WHERE opened_at < ? AND code NOT IN (SELECT "class" FROM answers)',
+                       (cutoff,))
+            return gone
+
+        gone = self._write(work)
+        self._purged = self._clock()
+        return gone
+
+    def _maybe_purge(self) -> None:
+        if self._clock() - self._purged > PURGE_EVERY_S:
+            self.purge()
+
+
+class SqliteResults(SqlResults):
+    """The store in one SQLite file. One connection per process behind the lock (a write is a few milliseconds),
+    WAL so that readers never wait for a writer."""
+
+    def __init__(self, path: Path | str, retention_days: float = 30.0, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(retention_days, clock)
+        self.path = Path(path).expanduser()
+        self.named = f"results file {self.path}"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -156,115 +294,24 @@ class SqliteResults:
     def describe(self) -> str:
         return f"SQLite file {self.path}"
 
-    # ---- the schema ----
-
-    def schema_version(self) -> int:
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
         with self._lock:
-            return self._version()
+            return self._db.execute(sql, args).fetchall()
 
-    def _version(self) -> int:
-        self._db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                         "applied_at TEXT NOT NULL)")
-        return int(self._db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock, _Transaction(self._db):
+            return work(self._db)
 
-    def _migrate(self) -> None:
-        """Every migration not yet applied, in order, each in its own transaction; BEGIN IMMEDIATE takes the write
-        lock first, so two replicas starting at once apply each migration once."""
+    def _migrating(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """BEGIN IMMEDIATE takes the file's write lock first: the migrations' lock too."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                version = self._version()
-                if version > len(MIGRATIONS):
-                    raise ResultsError(f"The results file {self.path} has schema version {version}, made by a newer "
-                                       f"version of this app (this one knows {len(MIGRATIONS)}): update the app.")
-                for number, sql in enumerate(MIGRATIONS[version:], version + 1):
-                    for statement in filter(str.strip, sql.split(";")):
-                        self._db.execute(statement)
-                    self._db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, now_iso(self._clock)))
+                work(self._db)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-
-    # ---- answers ----
-
-    def record(self, rows: Sequence[Row]) -> None:
-        """Store ``rows`` (a quiz's answers) all or none; when this returns they are on disk. A student's new answer
-        to a question replaces their last one."""
-        rows = [check_row(row) for row in rows]
-        if not rows:
-            return
-        self._maybe_purge()
-        names = ", ".join(f'"{name}"' for name in COLUMNS)
-        values = ", ".join("?" * len(COLUMNS))
-        updates = ", ".join(f'"{name}" = excluded."{name}"' for name in COLUMNS[5:])
-        sql = (f"INSERT INTO answers ({names}) VALUES ({values}) ON CONFLICT (class, lesson, phase, question, student) "
-               f"DO UPDATE SET {updates}")
-        with self._lock, self._transaction():
-            self._db.executemany(sql, [(*astuple(row)[:7], int(bool(row.correct)), *astuple(row)[8:])
-                                       for row in rows])
-
-    def answers(self, class_code: str | None = None, lesson: str | None = None) -> list[Row]:
-        """Every stored answer (of one class, one lesson), in the order they were given."""
-        where, args = [], []
-        if class_code is not None:
-            where.append('"class" = ?')
-            args.append(class_code)
-        if lesson is not None:
-            where.append("lesson = ?")
-            args.append(lesson)
-        sql = (f"SELECT {', '.join(chr(34) + c + chr(34) for c in COLUMNS)} FROM answers"
-               + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY answered_at, rowid")
-        with self._lock:
-            found = self._db.execute(sql, args).fetchall()
-        return [Row(*values[:7], bool(values[7]), *values[8:]) for values in found]
-
-    def student_answers(self, student: str) -> list[Row]:
-        with self._lock:
-            found = self._db.execute(
-                f"SELECT {', '.join(chr(34) + c + chr(34) for c in COLUMNS)} FROM answers WHERE student = ? "
-                "ORDER BY answered_at, rowid", (student,)).fetchall()
-        return [Row(*values[:7], bool(values[7]), *values[8:]) for values in found]
-
-    # ---- classes ----
-
-    def open_class(self, code: str, report_key_hash: str) -> None:
-        with self._lock, self._transaction():
-            self._db.execute("INSERT INTO classes VALUES (?, ?, ?, NULL) ON CONFLICT (code) DO UPDATE SET "
-                             "report_key_hash = excluded.report_key_hash, opened_at = excluded.opened_at, "
-                             "ended_at = NULL", (code, report_key_hash, now_iso(self._clock)))
-
-    def end_class(self, code: str) -> None:
-        with self._lock, self._transaction():
-            self._db.execute("UPDATE classes SET ended_at = ? WHERE code = ? AND ended_at IS NULL",
-                             (now_iso(self._clock), code))
-
-    def class_record(self, code: str) -> ClassRecord | None:
-        with self._lock:
-            found = self._db.execute("SELECT code, report_key_hash, opened_at, ended_at FROM classes WHERE code = ?",
-                                     (code,)).fetchone()
-        return None if found is None else ClassRecord(*found)
-
-    # ---- retention ----
-
-    def purge(self) -> int:
-        """Delete the answers older than the retention, and the classes left with none that are as old; returns how
-        many answers went."""
-        cutoff = (datetime.fromtimestamp(self._clock(), timezone.utc) - timedelta(days=self.retention_days)
-                  ).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        with self._lock, self._transaction():
-            gone = self._db.execute("DELETE FROM answers WHERE answered_at < ?", (cutoff,)).rowcount
-            self._db.execute('DELETE FROM classes WHERE opened_at < ? AND code NOT IN (SELECT "class" FROM answers)',
-                             (cutoff,))
-        self._purged = self._clock()
-        return gone
-
-    def _maybe_purge(self) -> None:
-        if self._clock() - self._purged > PURGE_EVERY_S:
-            self.purge()
-
-    def _transaction(self):
-        return _Transaction(self._db)
 
     def close(self) -> None:
         with self._lock:
