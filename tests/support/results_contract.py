@@ -1,5 +1,6 @@
-"""The results store's contract (vizcore/results/store.py), checked the same way on every store (SQLite's:
-tests/unit/test_results_store.py).
+"""The results store's contract (vizcore/results/store.py), checked the same way on every store: SQLite in the unit
+tier (tests/unit/test_results_store.py), PostgreSQL in the integration tier
+(tests/integration/test_results_postgres.py).
 
 Each check in ``CHECKS`` takes ``fresh() -> Opener``: a new, empty place for a store (a file, a database); calling the
 ``Opener`` (``opener(retention_days=..., clock=...)``) opens a store there, as often as a check needs, as a server

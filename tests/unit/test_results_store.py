@@ -1,7 +1,7 @@
 """The results store (vizcore/results/store.py, stores.py) on SQLite: the contract every store keeps
 (tests/support/results_contract.py: answers kept across a restart, the last answer counting, the order, the retention,
 the migrations, replicas and sessions at once), what is SQLite's own, and the setting's one-line refusals (a SIGKILL:
-tests/integration/test_results.py)."""
+tests/integration/test_results.py; the same contract on PostgreSQL: tests/integration/test_results_postgres.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.support.results_contract import CHECKS, row
 from vizcore.errors import VizError
 from vizcore.results.store import COLUMNS, MIGRATIONS, ResultsError, SqliteResults, now_iso
-from vizcore.results.stores import check_results, default_path, results_path
+from vizcore.results.stores import check_results, default_path, results_path, results_place
 
 
 @pytest.fixture
@@ -55,9 +55,10 @@ def test_the_dataclass_and_the_tables_columns_agree():
     assert list(row().record()) == list(COLUMNS)
 
 
-@pytest.mark.parametrize("value", ["postgres-ish", "redis://localhost:6379/0", "sqlite:///", "results.txt"])
+@pytest.mark.parametrize("value", ["postgres-ish", "redis://localhost:6379/0", "sqlite:///", "results.txt",
+                                   "mysql://user@host/results"])
 def test_a_wrong_results_setting_is_refused_in_one_line(value):
-    with pytest.raises(VizError, match=f"^VIZCORE_RESULTS={value!r} is not a valid setting"):
+    with pytest.raises(VizError, match=f"^VIZCORE_RESULTS={value!r} is not a valid setting.*postgresql://"):
         check_results({"VIZCORE_RESULTS": value})
 
 
@@ -67,3 +68,24 @@ def test_the_results_setting_names_a_file_or_the_cache_folders_default(tmp_path)
     assert results_path(str(tmp_path / "x.db")) == tmp_path / "x.db"
     with pytest.raises(VizError, match="VIZCORE_RESULTS_DAYS='0' is not a valid setting"):
         check_results({"VIZCORE_RESULTS_DAYS": "0"})
+
+
+@pytest.mark.parametrize("value", ["postgresql://vizcore@db.example:5432/results", "postgres://vizcore@db/results",
+                                   "postgresql://vizcore:s3cret@10.0.0.5/results?sslmode=require",
+                                   "postgresql:///results?host=/var/run/postgresql"])
+def test_a_postgresql_address_is_accepted_without_connecting(value):
+    check_results({"VIZCORE_RESULTS": value})  # nothing listens at these: only parsed
+    assert results_place(value) == value
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("postgresql://vizcore:s3cret@db:port/results", "the port 'port' is not a number"),
+    ("postgresql://vizcore:s3cret@db:5432", "it names no database"),
+    ("postgresql://vizcore:s3cret@db/results?colour=blue", 'invalid URI query parameter: "colour"'),
+])
+def test_a_wrong_postgresql_address_is_refused_in_one_line_without_its_password(value, why):
+    with pytest.raises(VizError) as error:
+        check_results({"VIZCORE_RESULTS": value})
+    said = str(error.value)
+    assert said.startswith("VIZCORE_RESULTS='postgresql://vizcore@db") and why in said and "\n" not in said
+    assert "s3cret" not in said and "postgresql://user:password@host:5432/database" in said

@@ -8,13 +8,14 @@ the model, and when (ISO 8601, UTC). A student's last answer to a question of a 
 the first. A class also keeps its row (``classes``): when it opened and ended, and the hash of the teacher's report
 key, the only thing that opens its report.
 
-Two stores, one behaviour: ``SqlResults`` holds every method and the SQL, and each store gives its connection.
-SQLite (``SqliteResults``, the default: one file under the app's cache folder, created on first use): WAL journal and
-``synchronous=FULL``, so ``record`` returns only once the answers are on disk, and a server killed with SIGKILL the
-moment after loses none of them; several processes (the replicas of deploy/replicas.py on one machine) share the
-file, each write taking SQLite's lock in turn (``busy_timeout``). The schema is versioned: ``MIGRATIONS`` is the list
-of changes, applied in order at open and recorded in ``schema_migrations``; a store made by a newer version of the
-app is refused with a message, never changed.
+Two stores, one behaviour: ``SqlResults`` holds every method and the SQL, which reads the same on both, and each
+store gives its connection. SQLite (``SqliteResults``, the default: one file under the app's cache folder, created on
+first use): WAL journal and ``synchronous=FULL``, so ``record`` returns only once the answers are on disk, and a
+server killed with SIGKILL the moment after loses none of them; several processes (the replicas of deploy/replicas.py
+on one machine) share the file, each write taking SQLite's lock in turn (``busy_timeout``). PostgreSQL
+(``PostgresResults`` in store_postgres.py): one database for replicas on several machines. The schema is versioned:
+``MIGRATIONS`` is the list of changes, applied in order at open and recorded in ``schema_migrations``; a store made by
+a newer version of the app is refused with a message, never changed.
 
 Privacy: answers older than ``retention_days`` (``VIZCORE_RESULTS_DAYS``, default 30) are deleted at open and then at
 most once an hour on writing; a class with no answers left goes with them. Nothing stores a name unless the student
@@ -127,7 +128,7 @@ def check_row(row: Row) -> Row:
         raise ResultsError(f"An answer is one of the question's choices (at most {MAX_ANSWER_CHARS} characters).")
     if not row.student or not row.lesson or not row.question:
         raise ResultsError("An answer needs its student, lesson and question.")
-    if any("\x00" in str(value) for value in astuple(row)):  # PostgreSQL's text cannot hold it
+    if any("\x00" in str(value) for value in astuple(row)):  # PostgreSQL's text cannot hold it: refused on both
         raise ResultsError("An answer, a nickname or a question cannot hold the character NUL.")
     return row
 
@@ -135,7 +136,7 @@ def check_row(row: Row) -> Row:
 class SqlResults:
     """What every store does, written once, so that they behave alike (tests/support/results_contract.py checks it).
 
-    The SQL is portable (``?`` parameters, standard upserts; ``rowid`` is SQLite's own).
+    The SQL reads the same on SQLite and PostgreSQL (``?`` parameters, which the PostgreSQL store passes as ``%s``).
     A store gives the connection: ``_read`` (one query), ``_write`` (work done in one transaction, all or none,
     durable when it returns) and ``_migrating`` (as ``_write``, holding the lock that every process opening the same
     store takes for its migrations), each under ``self._lock``: Streamlit runs each session in its own thread.
