@@ -23,8 +23,15 @@ def test_a_server_killed_with_sigkill_loses_no_answer_it_said_was_saved(tmp_path
 LESSONS = {lesson.id: lesson for lesson in load_lessons()}
 
 
+def _figure_key(figure) -> str:
+    """What a figure shows, as text: plotly's JSON, altair's spec, or an HtmlFigure's fields (its dataclass repr)."""
+    if hasattr(figure, "to_json"):
+        return figure.to_json()
+    return repr(figure.to_dict()) if hasattr(figure, "to_dict") else repr(figure)
+
+
 def _asked_key(one) -> tuple:
-    figures = tuple(f.to_json() if hasattr(f, "to_json") else repr(f.to_dict()) for f in one.view.figures)
+    figures = tuple(_figure_key(f) for f in one.view.figures)
     return one.text, tuple(one.answer.choices), one.answer.right, one.answer.reason, figures
 
 
