@@ -25,39 +25,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
 
 import tomllib
 
 from vizcore.errors import VizError
-from vizcore.lessons.answers import ANSWERS, REQUIRED
 from vizcore.lessons.kinds import KINDS
-
-if TYPE_CHECKING:
-    from vizcore.lessons.quiz import Quiz
+from vizcore.lessons.parts import Step, check_question, required_text
+from vizcore.lessons.quiz import Quiz, load_quiz
 
 DATA = Path(__file__).parent / "data"
 MIN_STEPS, MAX_STEPS = 4, 10
 MAX_CLAIM_WORDS = 60
 MAX_TASK_WORDS = 40
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    answer: str  # a name in answers.ANSWERS
-    params: Mapping[str, object]
-
-
-@dataclass(frozen=True)
-class Step:
-    title: str
-    claim: str
-    task: str
-    kind: str  # a name in kinds.KINDS
-    params: Mapping[str, object]  # the kind's defaults, overridden by the file
-    question: Question | None
-    notes: str = ""  # the presenter's speaker notes; empty: the notes window shows the claim and the answer
 
 
 @dataclass(frozen=True)
@@ -70,48 +49,16 @@ class Lesson:
     quiz: Quiz | None = None  # the quizzes before and after the lesson (vizcore.lessons.quiz)
 
 
-def _text(table: Mapping, name: str, where: str) -> str:
-    value = table.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise VizError(f"{where}: '{name}' must be a non-empty string.")
-    return value.strip()
-
-
 def _words(text: str, limit: int, name: str, where: str) -> None:
     count = len(text.split())
     if count > limit:
         raise VizError(f"{where}: the {name} has {count} words; at most {limit}.")
 
 
-def check_question(table: object, kind: str, where: str) -> Question | None:
-    """A question's table (text, answer and the answer's parameters) checked against the step's view kind."""
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise VizError(f"{where}: 'question' must be a table.")
-    text, answer = _text(table, "text", where), _text(table, "answer", where)
-    if answer not in ANSWERS:
-        raise VizError(f"{where}: unknown answer function '{answer}'; one of {', '.join(ANSWERS)}.")
-    params = {k: v for k, v in table.items() if k not in ("text", "answer")}
-    missing = [name for name in REQUIRED[answer] if name not in params]
-    if missing:
-        raise VizError(f"{where}: the answer '{answer}' needs {', '.join(missing)}.")
-    spec = KINDS[kind]
-    if "series" in params and params["series"] not in spec.series:
-        raise VizError(f"{where}: the kind '{kind}' has no series '{params['series']}'; it has "
-                       f"{', '.join(spec.series) or 'none'}.")
-    if "number" in params and params["number"] not in spec.numbers:
-        raise VizError(f"{where}: the kind '{kind}' has no number '{params['number']}'; it has "
-                       f"{', '.join(spec.numbers) or 'none'}.")
-    if answer == "concept" and params["right"] not in params["choices"]:
-        raise VizError(f"{where}: the right choice '{params['right']}' is not among the choices.")
-    return Question(text=text, answer=answer, params=params)
-
-
 def _step(table: object, where: str) -> Step:
     if not isinstance(table, dict):
         raise VizError(f"{where}: a step must be a table.")
-    claim, task = _text(table, "claim", where), _text(table, "task", where)
+    claim, task = required_text(table, "claim", where), required_text(table, "task", where)
     _words(claim, MAX_CLAIM_WORDS, "claim", where)
     _words(task, MAX_TASK_WORDS, "task", where)
     view = table.get("view")
@@ -130,7 +77,7 @@ def _step(table: object, where: str) -> Step:
     notes = table.get("notes", "")
     if not isinstance(notes, str):
         raise VizError(f"{where}: 'notes' must be a string.")
-    return Step(title=_text(table, "title", where), claim=claim, task=task, kind=kind, params=params,
+    return Step(title=required_text(table, "title", where), claim=claim, task=task, kind=kind, params=params,
                 question=check_question(table.get("question"), kind, where), notes=notes.strip())
 
 
@@ -145,15 +92,13 @@ def load_lesson(path: Path) -> Lesson:
     if not isinstance(steps, list) or not MIN_STEPS <= len(steps) <= MAX_STEPS:
         count = len(steps) if isinstance(steps, list) else 0
         raise VizError(f"{name}: a lesson has {MIN_STEPS} to {MAX_STEPS} steps ([[steps]]); this one has {count}.")
-    lesson_id = _text(data, "id", name)
+    lesson_id = required_text(data, "id", name)
     if not lesson_id.isidentifier() or not lesson_id.islower():
         raise VizError(f"{name}: the id '{lesson_id}' must be lower-case letters (it goes into links).")
-    from vizcore.lessons.quiz import load_quiz
-
     parsed = tuple(_step(step, f"{name}, step {i}") for i, step in enumerate(steps, 1))
     quiz = None if data.get("quiz") is None else load_quiz(data["quiz"], parsed, name)
-    return Lesson(id=lesson_id, title=_text(data, "title", name), sentence=_text(data, "sentence", name),
-                  steps=parsed, path=Path(path), quiz=quiz)
+    return Lesson(id=lesson_id, title=required_text(data, "title", name),
+                  sentence=required_text(data, "sentence", name), steps=parsed, path=Path(path), quiz=quiz)
 
 
 def load_lessons(folder: Path = DATA) -> list[Lesson]:

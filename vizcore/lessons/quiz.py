@@ -35,12 +35,13 @@ function on it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
 
 from vizcore.errors import VizError
 from vizcore.lessons.answers import ANSWERS, REQUIRED, Answer
 from vizcore.lessons.kinds import KINDS
-from vizcore.lessons.lesson import Lesson, Question, Step, check_question
+from vizcore.lessons.parts import Question, Step, check_question
 from vizcore.lessons.view import View
 
 PHASES = ("pre", "post")
@@ -62,6 +63,16 @@ class QuizItem:
 class Quiz:
     sentences: Mapping[str, str]  # "pre"/"post" -> the quiz's sentence in that phase
     items: tuple[QuizItem, ...]
+
+
+class QuizLesson(Protocol):
+    """What a quiz reads of its lesson (``vizcore.lessons.lesson.Lesson``, which holds the quiz: loading a lesson
+    file loads its quiz, so this module does not import that one)."""
+
+    id: str
+    steps: tuple[Step, ...]
+    path: Path
+    quiz: Quiz | None
 
 
 @dataclass(frozen=True)
@@ -168,7 +179,7 @@ def load_quiz(table: object, steps: tuple[Step, ...], where: str) -> Quiz:
                 items=tuple(_item(item, steps, seen, f"{where}, quiz item {i}") for i, item in enumerate(items, 1)))
 
 
-def item_question(lesson: Lesson, item: QuizItem, phase: str) -> tuple[str, str, dict, Question]:
+def item_question(lesson: QuizLesson, item: QuizItem, phase: str) -> tuple[str, str, dict, Question]:
     """What ``phase`` asks for ``item``: (sentence, view kind, view parameters, the question)."""
     step = lesson.steps[item.step - 1]
     changes = item.phases.get(phase, {})
@@ -187,7 +198,7 @@ CONTEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
 }
 
 
-def asked(lesson: Lesson, phase: str, build: Build) -> list[Asked]:
+def asked(lesson: QuizLesson, phase: str, build: Build) -> list[Asked]:
     """Every item of the lesson's quiz as ``phase`` asks it, with its view and its answer computed."""
     if phase not in PHASES:
         raise VizError(f"A quiz is taken 'pre' (before the lesson) or 'post' (after it); got {phase!r}.")

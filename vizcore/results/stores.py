@@ -65,10 +65,18 @@ def results_path(value: str | None) -> Path:
 
 
 def retention_days(environ: Mapping[str, str] | None = None) -> float:
-    from vizcore.serve.settings import setting
-
+    """``VIZCORE_RESULTS_DAYS``: days above 0 (worded as vizcore.serve.settings words its numbers, which checks this
+    one at the server's start: it imports this module, so this one parses its own number)."""
     text = (os.environ if environ is None else environ).get(DAYS_ENV, "").strip()
-    return setting(DAYS_ENV, text, whole=False) if text else float(DEFAULT_DAYS)
+    if not text:
+        return float(DEFAULT_DAYS)
+    try:
+        days = float(text)
+    except ValueError:
+        days = float("nan")
+    if not 0 < days < float("inf"):
+        raise VizError(f"{DAYS_ENV}={text!r} is not a valid setting: give a number above 0.")
+    return days
 
 
 def check_results(environ: Mapping[str, str] | None = None) -> None:
