@@ -172,7 +172,8 @@ def fitted(figure: T) -> tuple[T, str | None]:
     (presenter mode's step fills the window with it; ``ui/lessons/presenter.py``); and its title as plain text, taken
     out of the chart (a page writes it above: in a short chart plotly's title sat on the top axis's labels), with the
     long upright titles the chart leaves out (``_upright_titles_out``: "query (attending) down the side"). A chart
-    made of several (altair's concat and facet) keeps its own heights: its title is None (draw it at its height)."""
+    made of several (altair's concat and facet) keeps its own heights (``own_height``); its title comes out too when
+    it is made of one (``_title_out_of_one``), else it is None (the chart draws its own)."""
     if hasattr(figure, "to_plotly_json"):
         from vizcore.plot import legend_above, own_copy
 
@@ -206,7 +207,28 @@ def fitted(figure: T) -> tuple[T, str | None]:
 
     if isinstance(figure, (alt.Chart, alt.LayerChart)):
         return figure.properties(height="container"), ""
-    return _lower(figure, FITTED_CONCAT_PX), None
+    return _title_out_of_one(_lower(figure, FITTED_CONCAT_PX))
+
+
+def own_height(figure) -> bool:
+    """An altair chart made of several keeps its plots' own heights in a presenter's step (``fitted``); a plotly
+    figure, one altair chart or HTML takes the room it is given."""
+    return type(figure).__name__ in ("VConcatChart", "HConcatChart", "ConcatChart", "FacetChart")
+
+
+def _title_out_of_one(chart):
+    """A concat of one chart with its title taken out, and the title (with its subtitle) as words for the line above
+    it, where they wrap: drawn by vega at a projector's size, "Held-out accuracy, 512 sequences" ran past its
+    column. Several charts keep their titles (None: the chart draws its own)."""
+    spec = chart.to_dict()
+    parts = spec.get("vconcat") or spec.get("hconcat") or spec.get("concat") or []
+    title = parts[0].pop("title", None) if len(parts) == 1 and isinstance(parts[0], dict) else None
+    if title is None:
+        return chart, None
+    if isinstance(title, dict):
+        subtitle = title.get("subtitle") or ""
+        title = " · ".join(str(part) for part in (title.get("text") or "", subtitle) if part)
+    return type(chart).from_dict(spec, validate=False), str(title)
 
 
 FITTED_PLOT_PX = 30  # the least height of a presenter's plot that makes room for its labels (two rows of a map)

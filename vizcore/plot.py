@@ -555,7 +555,8 @@ def _altair_for_projector(chart):
     for group, sizes in (("axis", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
                          ("legend", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
                          ("header", {"labelFontSize": PROJECTOR_MIN_SIZE, "titleFontSize": PROJECTOR_LABEL_SIZE}),
-                         ("title", {"fontSize": round(FONT_SIZE * PROJECTOR_SCALE) + 3})):
+                         ("title", {"fontSize": round(FONT_SIZE * PROJECTOR_SCALE) + 3,
+                                    "subtitleFontSize": PROJECTOR_MIN_SIZE})):
         config[group] = {**sizes, **config.get(group, {})}
     return type(chart).from_dict(spec, validate=False)
 

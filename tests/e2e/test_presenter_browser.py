@@ -42,7 +42,6 @@ CHART_PX = 16  # the smallest chart text in presenter mode (issue 47 A)
 # off this list; every other step is asserted to have none.
 CHARTS_NOT_YET_FITTING = {
     ("positions", 3),  # four waves' legend above a plot it leaves 30 px high: its numbers meet
-    ("finetuning", 1), ("finetuning", 2),  # vega's title wider than its column, its foot under the step
 }
 
 # The step's own text (its title, claim and question) smaller than LESSON_PX: "text (px)".

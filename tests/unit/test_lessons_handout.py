@@ -203,8 +203,8 @@ def test_an_altair_chart_is_an_svg_image_drawn_offline_and_no_plotly_js_is_writt
     images = [attrs for tag, attrs in page.tags if tag == "img"]
     assert len(images) == result.figures == 1 and not page.scripts
     svg = base64.b64decode(images[0]["src"].removeprefix("data:image/svg+xml;base64,")).decode("utf-8")
-    assert svg.startswith("<svg") and "Held-out accuracy, 512 sequences" in svg
-    assert 'width="' in svg and images[0]["alt"].startswith("Held-out accuracy, 512 sequences.")
+    assert svg.startswith("<svg") and "Held-out accuracy" in svg and "on 512 sequences" in svg
+    assert 'width="' in svg and images[0]["alt"].startswith("Held-out accuracy.")
 
 
 def test_a_step_whose_view_fails_says_why_and_the_rest_is_there(made):

@@ -11,7 +11,7 @@ import weakref
 import streamlit as st
 
 from ui.feedback import CHART, or_none, plain
-from ui.layout import fitted, for_screen
+from ui.layout import fitted, for_screen, own_height
 from ui.lessons import room
 from ui.lessons.page import KEY_CHECKED, KEY_QUERY, PAGE, frozen, get_view
 from ui.state import presenting
@@ -70,7 +70,7 @@ def draw_figures(view: View, key: str, fill: bool) -> None:
             with st.container(height="stretch", gap="small"):
                 if title:
                     st.caption(f"**{plain(title)}**")
-                _chart(shown, f"{key}.figure{i}", "stretch" if title is not None else "content")
+                _chart(shown, f"{key}.figure{i}", "content" if own_height(shown) else "stretch")
 
 
 _UNTITLED: dict[int, tuple[weakref.ref, object, str]] = {}  # id(figure) -> (the figure, its copy, its title)

@@ -145,8 +145,9 @@ def segment_strip(tokens: list[str], segments: list[int], per_row: int = 8) -> g
 def tiny_curves_table(steps: list[dict]) -> pd.DataFrame:
     rows = []
     for row in steps:
-        rows.append({"step": row["step"], "value": row["token_accuracy"], "series": "digits right"})
-        rows.append({"step": row["step"], "value": row["sequence_accuracy"], "series": "whole sequences right"})
+        # short names: the legend is one line under the plot, in a projector's column too ("… sequences right" was cut)
+        rows.append({"step": row["step"], "value": row["token_accuracy"], "series": "each digit"})
+        rows.append({"step": row["step"], "value": row["sequence_accuracy"], "series": "whole sequence"})
     return pd.DataFrame(rows, columns=["step", "value", "series"])
 
 
@@ -157,12 +158,13 @@ def tiny_accuracy_curve(steps: list[dict], total_steps: int) -> alt.VConcatChart
         y=alt.Y("value:Q", title="held-out accuracy", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".1%")],
-    ).properties(height=240, width="container", title="Held-out accuracy, 512 sequences")
+    ).properties(height=240, width="container",  # a short title, its detail below it: one line ran past the column
+                 title=alt.Title("Held-out accuracy", subtitle="on 512 sequences"))
     # A single chart in Streamlit's stretch mode is fitted with its legend into a short box; the
     # one-panel vconcat keeps the plot itself 240 px high, like the fine-tuning curves.
     return alt.vconcat(chart).configure_axis(
         labelFontSize=TICK_FONT_SIZE, titleFontSize=FONT_SIZE).configure_legend(
-        labelFontSize=TICK_FONT_SIZE).configure_title(fontSize=FONT_SIZE + 2)
+        labelFontSize=TICK_FONT_SIZE).configure_title(fontSize=FONT_SIZE + 2, subtitleFontSize=TICK_FONT_SIZE)
 
 
 def tiny_attention_grid(maps: np.ndarray, digits: np.ndarray, step: int) -> go.Figure:
