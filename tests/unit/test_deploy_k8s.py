@@ -86,8 +86,10 @@ def test_pods_are_probed_on_streamlits_health_and_sized(manifests):
         assert container[probe]["httpGet"] == {"path": "/_stcore/health", "port": "http"}, probe
     assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
     assert "memory" in container["resources"]["limits"]
-    env = {item["name"]: item["value"] for item in container["env"]}
+    env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["OMP_NUM_THREADS"] == "1"
+    results = next(item for item in container["env"] if item["name"] == "VIZCORE_RESULTS")  # one shared database
+    assert results["valueFrom"]["secretKeyRef"] == {"name": "vizcore-results", "key": "url"}
     mounts = {mount["mountPath"] for mount in container["volumeMounts"]}
     assert {str(Path(env["VIZCORE_CACHE_DIR"]).parent), "/tmp"} <= mounts, "the writable caches need a volume"
 
@@ -101,7 +103,7 @@ def test_the_autoscaler_scales_the_deployment(manifests):
 
 def test_every_app_pod_opens_the_one_rooms_store_and_only_they_reach_it(manifests, rooms):
     container = manifests["Deployment"]["spec"]["template"]["spec"]["containers"][0]
-    address = urlsplit({item["name"]: item["value"] for item in container["env"]}["VIZCORE_ROOMS"])
+    address = urlsplit({item["name"]: item.get("value") for item in container["env"]}["VIZCORE_ROOMS"])
     service, store = rooms["Service"], rooms["Deployment"]["spec"]
     assert (address.scheme, address.hostname) == ("redis", service["metadata"]["name"])
     port = next(p for p in service["spec"]["ports"] if p["port"] == address.port)
