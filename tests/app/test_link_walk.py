@@ -38,6 +38,7 @@ LINKS = {
     "pages/why.py": WHY,
     "pages/corpus.py": corpus.LINK,
     "pages/finetune.py": None,  # the shared text, pair and model only
+    "pages/results.py": None,  # the same: a class's report opens with its code and key typed, never from a link
 }
 NOT_A_NUMBER, OUT_OF_RANGE, EMPTY = "abc", "999999999", ""
 

@@ -51,8 +51,9 @@ def _wait_healthy(url: str, process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def streamlit_server(command: list[str], log_name: str) -> Iterator[str]:
-    """Start ``python -m <command>`` (a ``streamlit run``) on a free localhost port; yield its URL, then stop it."""
+def streamlit_server(command: list[str], log_name: str, kill: bool = False) -> Iterator[str]:
+    """Start ``python -m <command>`` (a ``streamlit run``) on a free localhost port; yield its URL, then stop it
+    (``kill``: with SIGKILL, as a crash or a pulled plug would, nothing of the server's own shutdown run)."""
     port = _free_port()
     _mkdir(ROOT / "artifacts")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
@@ -67,7 +68,10 @@ def streamlit_server(command: list[str], log_name: str) -> Iterator[str]:
             _wait_healthy(url, process)
             yield url
         finally:
-            process.terminate()
+            if kill:
+                process.kill()
+            else:
+                process.terminate()
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:

@@ -1,9 +1,9 @@
 """What did the class learn (issue 50), in real browsers: one teacher (1024 x 768) and five students (two on 390 px
 phones), each in a browser context of their own, take the quiz before the lesson, a step of it (two students answer
-its question), and the quiz after it; the teacher ends the class; the server is stopped and started again on the same
-results file; the teacher opens the report from a new browser with the class code and its key, and every answer is
-counted there and in the CSV (pandas, one row per answer). The student's result and the report are screenshotted at
-1024 x 768 and on the phone, and axe finds nothing on them."""
+its question), and the quiz after it; the teacher ends the class; the server is killed with SIGKILL and started again
+on the same results file; the teacher opens the report from a new browser with the class code and its key, and every
+answer is counted there and in the CSV (pandas, one row per answer). The student's result and the report are
+screenshotted at 1024 x 768 and on the phone, and axe finds nothing on them."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_a_class_takes_both_quizzes_and_the_report_counts_every_answer_after_a_r
     sizes = [LAPTOP, LAPTOP, LAPTOP, PHONE, PHONE]
     contexts = [browser.new_context(viewport=LAPTOP)] + [browser.new_context(viewport=size) for size in sizes]
     try:
-        with streamlit_server(["ui.launch"], "class-quiz.log") as url:
+        with streamlit_server(["ui.launch"], "class-quiz.log", kill=True) as url:  # then SIGKILL: no shutdown runs
             teacher = keep_console(contexts[0].new_page())
             teacher.goto(f"{url}/lessons?teach=1&lesson=attention&step=1", timeout=TIMEOUT_MS)
             code = teacher.wait_for_selector("[data-room]", timeout=TIMEOUT_MS).get_attribute("data-room")
