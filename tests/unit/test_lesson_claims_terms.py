@@ -18,3 +18,16 @@ def test_every_step_that_names_sep_or_cls_in_its_question_reads_in_mpnets_terms(
     assert asked, "the heads lesson asks about [SEP]"
     assert all("[SEP]" not in in_model_terms(t, "<s>", "</s>") and "[CLS]" not in in_model_terms(t, "<s>", "</s>")
                for t in asked)
+
+
+def test_a_claim_over_the_masked_lm_this_app_chooses_names_no_model():
+    """The fill-mask step is answered by the base-size masked-LM when it is installed, else by the MiniLM one
+    (vizcore.model.catalog.fill_mask_model): its claim said "This is the offline MiniLM" over mpnet-mlm-tuned's
+    answers. The view's caption names the model that answered."""
+    from vizcore.model.catalog import FILL_MASK_MODELS
+
+    names = {"minilm", "mpnet", *(name.lower() for name in FILL_MASK_MODELS)}
+    for lesson in load_lessons():
+        for number, step in enumerate(lesson.steps, 1):
+            if step.kind in ("fill_mask", "masking"):
+                assert not [name for name in names if name in step.claim.lower()], (lesson.id, number)
