@@ -3,9 +3,10 @@
 A quiz opens with the link's ``quiz=pre`` or ``quiz=post`` (``lessons.quiz``; the buttons on the lesson's first and
 last steps set it), or for a class when its teacher opens one (ui/lessons/room.py). Its questions and their right
 answers come from ``vizcore.lessons.quiz.asked`` on the model on screen, each view from the page's cache (a class
-asks 30 times the same views: computed once). All choices sit in one form: choosing runs nothing on the server; the
-*Submit* runs once, stores the answers in the results store (``vizcore.results.stores.server_results``) and says
-"saved" only after the store has them on disk. The student is the random id of the browser session (no name); the
+asks 30 times the same views: computed once). All choices sit in one form: choosing runs nothing on the server;
+*Submit* stores the answers in the results store (``vizcore.results.stores.server_results``) in its callback, before
+the page runs, and that one run says "saved" only once the store has them on disk (or what went wrong, the answers
+still in the form). The student is the random id of the browser session (no name); the
 nickname is optional.
 """
 
