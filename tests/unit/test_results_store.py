@@ -44,6 +44,23 @@ def test_the_migrations_are_recorded_in_order_in_the_file(tmp_path):
         SqliteResults(path)
 
 
+def test_a_file_of_the_first_schema_is_migrated_and_a_students_answers_are_read_by_the_index(tmp_path, monkeypatch):
+    from vizcore.results import store
+
+    path = tmp_path / "r.sqlite3"
+    monkeypatch.setattr(store, "MIGRATIONS", MIGRATIONS[:1])
+    first = store.SqliteResults(path)
+    first.record([row("s1")])
+    first.close()
+    monkeypatch.undo()
+    again = SqliteResults(path)
+    assert again.schema_version() == len(MIGRATIONS) and [r.student for r in again.student_answers("s1")] == ["s1"]
+    with sqlite3.connect(path) as db:
+        plan = " ".join(str(step) for step in db.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM answers WHERE student = ? ORDER BY answered_at", ("s1",)))
+    assert "answers_student" in plan
+
+
 def test_a_file_that_is_not_a_database_is_refused_with_what_to_do(tmp_path):
     path = tmp_path / "r.sqlite3"
     path.write_bytes(b"not a database at all" * 100)

@@ -54,6 +54,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE classes (
         code TEXT PRIMARY KEY, report_key_hash TEXT NOT NULL, opened_at TEXT NOT NULL, ended_at TEXT);
     """,
+    # 2: a student's own answers found by an index (their result page read the whole table: 30 days of classes)
+    """
+    CREATE INDEX answers_student ON answers (student, class);
+    """,
 )
 COLUMNS = ("class", "lesson", "phase", "question", "student", "nickname", "answer", "correct", "answered_at",
            "right_answer", "question_text", "model")
