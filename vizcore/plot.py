@@ -438,7 +438,10 @@ def legend_above(fig: go.Figure) -> go.Figure:
     top_axis = any(axis.side == "top" for axis in fig.select_xaxes())
     if legend.orientation != "h" or legend.y is None or legend.y >= 0 or top_axis:
         return fig
-    return fig.update_layout(legend={"y": 1.02, "yanchor": "bottom", "x": 0, "xanchor": "left", "yref": "paper"})
+    entries = sum(1 for trace in fig.data if trace.showlegend is not False and trace.name)
+    columns = {"entrywidthmode": "fraction", "entrywidth": 0.5} if entries > 2 else {}  # two to a row, not one
+    return fig.update_layout(legend={"y": 1.02, "yanchor": "bottom", "x": 0, "xanchor": "left", "yref": "paper",
+                                     **columns})
 
 
 def _few_ticks(bar: dict, low=None, high=None) -> dict:

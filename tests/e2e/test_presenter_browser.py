@@ -37,12 +37,10 @@ DRAWN = """() => {
 LESSON_PX = 28  # the step's title, claim and question
 CHART_PX = 16  # the smallest chart text in presenter mode (issue 47 A)
 
-# Steps whose charts still overlap or cut a label in presenter mode at 1024 x 768 (issue 47 A, open: 5 of 43 steps,
-# 36 problems, from 30 steps and 1,354 problems). Each is asserted to still have a problem, so a fix takes its step
-# off this list; every other step is asserted to have none.
-CHARTS_NOT_YET_FITTING = {
-    ("positions", 3),  # four waves' legend above a plot it leaves 30 px high: its numbers meet
-}
+# Steps whose charts still overlap or cut a label in presenter mode at 1024 x 768 (issue 47 A: none now, from 30
+# steps and 1,354 problems). Each is asserted to still have a problem, so a fix takes its step off this list; every
+# other step is asserted to have none.
+CHARTS_NOT_YET_FITTING: set[tuple[str, int]] = set()
 
 # The step's own text (its title, claim and question) smaller than LESSON_PX: "text (px)".
 LESSON_TEXT = """px => [...document.querySelectorAll(

@@ -178,9 +178,10 @@ def test_repeated_labels_stay_rows_of_their_own():
 def test_waves_and_scatter_figures_carry_the_data():
     table = sinusoidal_encoding(30, 8)
     waves = waves_figure(table, [0, 3])
-    assert [t.name.split(" · ")[0] for t in waves.data] == ["dim 0", "dim 3"]
+    assert [t.name.split(" · ")[0] for t in waves.data] == ["0", "3"]
+    assert waves.layout.legend.title.text == "dim · wave · wavelength λ"
     np.testing.assert_allclose(waves.data[1].y, table[:, 3])
-    assert "λ 6.3" in waves.data[0].name
+    assert waves.data[0].name.endswith("· 6.3")
     scatter = position_scatter(np.ones((4, 2)), np.array([0.6, 0.3]), "PCA", first=1)
     assert list(scatter.data[0].text) == ["1", "2", "3", "4"] and "60.0 %" in scatter.layout.xaxis.title.text
 

@@ -23,12 +23,14 @@ def waves_figure(table: np.ndarray, dimensions: Sequence[int], title: str = "Cho
         kind = "sin" if dim % 2 == 0 else "cos"
         wavelength = 2 * np.pi * 10_000 ** ((dim - dim % 2) / d)
         fig.add_trace(go.Scatter(
-            x=positions, y=table[:, dim], mode="lines", name=f"dim {dim} · {kind} · λ {wavelength:,.1f}",
+            x=positions, y=table[:, dim], mode="lines", name=f"{dim} · {kind} · {wavelength:,.1f}",
             hovertemplate=f"dim {dim}<br>position %{{x}}<br>PE %{{y:.5f}}<extra></extra>"))
     fig.update_xaxes(title="position", tickfont={"size": TICK_FONT_SIZE})
     # short: a projector's short chart cut "PE(position, dim)" at both ends; the legend names each dimension
     fig.update_yaxes(title="PE", range=[-1.1, 1.1], tickfont={"size": TICK_FONT_SIZE})
-    fig.update_layout(legend={"orientation": "h", "y": -0.2, "font": {"size": FONT_SIZE}})
+    # short entries under one title: a projector's column holds them two to a row ("dim 10 · sin · λ 26.5" did not)
+    fig.update_layout(legend={"orientation": "h", "y": -0.2, "font": {"size": FONT_SIZE},
+                              "title": {"text": "dim · wave · wavelength λ", "side": "top center"}})
     fig = base_layout(fig, title, 460)
     fig.update_layout(margin={"t": 70, "b": 10})
     return fig
