@@ -88,7 +88,9 @@ def test_a_class_by_keyboard_start_join_wander_follow_again_and_end(browser, app
         teacher.get_by_text(f"The class {code} has ended").wait_for(timeout=60_000)
         # The message is drawn first in its run; the run's stale elements stay until it finishes (a clean clone
         # counted the student's old line between the two): what must happen is that they go.
-        teacher.locator("[data-room]").wait_for(state="detached", timeout=RUN_ENDS_MS)
+        # every element with the code gone (the badge and the sidebar's large code): a locator's wait_for is strict and
+        # failed at once when the ending run had not yet replaced both (a loaded clean clone, 7d8a2f1)
+        teacher.wait_for_function("() => !document.querySelector('[data-room]')", timeout=RUN_ENDS_MS)
         student.get_by_text("has ended").first.wait_for(timeout=FOLLOW_TIMEOUT_S * 1000)
         student.get_by_text("Following your teacher").wait_for(state="detached", timeout=RUN_ENDS_MS)
         screenshot(student, "class-keyboard-student-ended")
